@@ -4,6 +4,7 @@ The value model, the checks of make_plan, execution identity and its encodings, 
 SPI. Every public name is importable from here.
 """
 
+from dispatch_core.clock import Clock, VirtualClock, WallClock
 from dispatch_core.errors import (
     Conflict,
     DispatchError,
@@ -73,14 +74,12 @@ from dispatch_core.plan import (
 )
 from dispatch_core.spi import (
     Backend,
-    Clock,
     Holder,
     IdentityWeakener,
     NativePolicyCompiler,
     OutputReader,
     Preflight,
     Requeuer,
-    WallClock,
 )
 
 __all__ = [
@@ -133,6 +132,7 @@ __all__ = [
     "Support",
     "Tristate",
     "Unsupported",
+    "VirtualClock",
     "WallClock",
     "accept_unenforced",
     "accept_unverified",

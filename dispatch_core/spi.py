@@ -8,7 +8,6 @@ outcome is uncertain raises :class:`~dispatch_core.errors.OutcomeUnknown`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -24,22 +23,6 @@ from dispatch_core.model import (
     RuleSupport,
     Support,
 )
-
-
-@runtime_checkable
-class Clock(Protocol):
-    """Where an adapter or simulator reads time; simulators pass a virtual one."""
-
-    def now(self) -> float:
-        """Seconds since the Unix epoch."""
-        ...
-
-
-class WallClock:
-    """The real clock, for adapters that run against a real scheduler."""
-
-    def now(self) -> float:
-        return time.time()
 
 
 @runtime_checkable
@@ -146,12 +129,10 @@ class Preflight(Protocol):
 
 __all__ = [
     "Backend",
-    "Clock",
     "Holder",
     "IdentityWeakener",
     "NativePolicyCompiler",
     "OutputReader",
     "Preflight",
     "Requeuer",
-    "WallClock",
 ]

@@ -1,33 +1,5 @@
-"""The virtual clock every simulator and harness shares: time passes only when told to."""
+"""The virtual clock every simulator and harness shares (defined in the core, for fakes too)."""
 
-from __future__ import annotations
+from dispatch_core.clock import DEFAULT_START, VirtualClock
 
-from typing import Final
-
-DEFAULT_START: Final = 1_767_225_600.0
-"""2026-01-01T00:00:00Z: a fixed start, so that every run sees the same times."""
-
-
-class VirtualClock:
-    """A clock that never reads the wall clock and never sleeps for real."""
-
-    def __init__(self, start: float = DEFAULT_START) -> None:
-        self._now = float(start)
-
-    def now(self) -> float:
-        """Seconds since the Unix epoch, in virtual time."""
-        return self._now
-
-    def advance(self, seconds: float) -> float:
-        """Move time forward by ``seconds`` (never back) and return the new time."""
-        if seconds < 0:
-            raise ValueError(f"a clock cannot go back ({seconds} s)")
-        self._now += seconds
-        return self._now
-
-    def sleep(self, seconds: float) -> None:
-        """Wait ``seconds`` of virtual time: the same as ``advance``, returning nothing."""
-        self.advance(seconds)
-
-    def __repr__(self) -> str:
-        return f"VirtualClock(now={self._now})"
+__all__ = ["DEFAULT_START", "VirtualClock"]
