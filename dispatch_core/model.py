@@ -39,7 +39,16 @@ OUTPUT: Final = "dispatch.Output"
 CORE_EXTENSIONS: Final = frozenset({IMAGE, OUTPUT})
 
 
-class _TextEnum(enum.StrEnum):
+class _TextEnumType(enum.EnumType):
+    """Lets an enum that has a zero value (as Go's zero value) be called with no argument."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs and cls in _ZERO_VALUES:
+            return _ZERO_VALUES[cls]
+        return super().__call__(*args, **kwargs)
+
+
+class _TextEnum(enum.StrEnum, metaclass=_TextEnumType):
     """A StrEnum whose refusal of an unknown text lists the texts it knows."""
 
     @classmethod
@@ -97,6 +106,10 @@ class Source(_TextEnum):
     DECLARED = "declared"
     PROBED = "probed"
     CATALOGUE = "catalogue"
+
+
+_ZERO_VALUES: Final[dict[type, Any]] = {Tristate: Tristate.UNKNOWN, Source: Source.DECLARED}
+"""``Tristate()`` is ``unknown`` and ``Source()`` is ``declared``, their zero values."""
 
 
 class RuleKind(_TextEnum):
