@@ -1,0 +1,181 @@
+"""Random sequences of submissions, holds, releases, requeues, stops and faults on the memory
+adapter's Slurm shape, against invariants the seed states:
+
+- no write lands on an object whose identity check failed (the occupant of a reused id is
+  left exactly as it was);
+- a hold never decodes to the wrong instance, and a release of another number is refused;
+- no two executions share DISPATCH_ATTEMPT, and each execution of a scheduler object has a
+  higher DISPATCH_EPOCH than every earlier one.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from adapters.memory import MemoryBackend
+from adapters.memory.cluster import Job
+from dispatch_core import (
+    Conflict,
+    JobSpec,
+    NotFound,
+    ObjectRef,
+    Rejected,
+    State,
+    make_plan,
+    parse_execution_env,
+)
+
+
+class SlurmShapeMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.backend = MemoryBackend("slurm", max_job_id=4, min_job_age=30, requeue_delay=5)
+        self.cluster = self.backend.cluster
+        self.plan = make_plan(self.backend, JobSpec(command=("train",), nodes=2))
+        self.submissions = 0
+        self.refs: list[tuple[ObjectRef, int]] = []  # (ref, serial of the object it names)
+        self.holds: dict[int, int] = {}  # serial -> hold number we placed and did not release
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def names_its_object(self, ref: ObjectRef, serial: int) -> bool:
+        live = self.cluster.live(ref.id)
+        return live is not None and live.serial == serial
+
+    def occupant(self, ref: ObjectRef) -> Job | None:
+        live = self.cluster.live(ref.id)
+        return copy.deepcopy(live) if live is not None else None
+
+    def write(self, index: int, action, refused=()) -> None:
+        ref, serial = self.refs[index % len(self.refs)]
+        valid = self.names_its_object(ref, serial)
+        before = self.occupant(ref)
+        try:
+            action(ref)
+        except NotFound:
+            assert not valid, "the identity check failed on the ref's own object"
+            return
+        except refused:
+            return
+        if not valid:
+            assert self.occupant(ref) == before, "a write landed on another object"
+
+    # -- rules --------------------------------------------------------------------------------
+
+    @precondition(lambda self: self.submissions < 30)
+    @rule()
+    def submit(self) -> None:
+        self.submissions += 1
+        try:
+            ref = self.backend.start(self.plan, self.submissions, 1)
+        except Rejected:
+            return  # every id in use
+        self.refs.append((ref, self.cluster.live(ref.id).serial))
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100))
+    def hold(self, i: int) -> None:
+        def place(ref: ObjectRef) -> None:
+            number = self.backend.hold(ref)
+            self.holds[self.cluster.live(ref.id).serial] = number
+
+        self.write(i, place, refused=(Rejected,))
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100), offset=st.sampled_from([0, 0, 1, -1]))
+    def release(self, i: int, offset: int) -> None:
+        _ref, serial = self.refs[i % len(self.refs)]
+        placed = self.holds.get(serial)
+        number = (placed or 1) + offset
+
+        def release(ref: ObjectRef) -> None:
+            self.backend.release(ref, number)
+            assert placed is not None and number == placed, "released a hold it did not place"
+            del self.holds[serial]
+
+        self.write(i, release, refused=(Conflict,))
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100))
+    def requeue(self, i: int) -> None:
+        self.write(i, self.backend.requeue, refused=(Rejected,))
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100))
+    def stop(self, i: int) -> None:
+        self.write(i, self.backend.stop)
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100))
+    def run(self, i: int) -> None:
+        ref, _ = self.refs[i % len(self.refs)]
+        job = self.cluster.live(ref.id)
+        runnable = job is not None and job.state is State.QUEUED and job.hold_number() is None
+        if runnable and job.eligible <= self.cluster.now():
+            self.cluster.let_run(ref.id)
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100), code=st.sampled_from([0, 1]))
+    def finish(self, i: int, code: int) -> None:
+        ref, _ = self.refs[i % len(self.refs)]
+        job = self.cluster.live(ref.id)
+        if job is not None and job.state is State.RUNNING:
+            self.cluster.finish(ref.id, code)
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100))
+    def requeue_underneath(self, i: int) -> None:
+        ref, _ = self.refs[i % len(self.refs)]
+        job = self.cluster.live(ref.id)
+        if job is not None and job.state in (State.RUNNING, State.SUCCEEDED, State.FAILED):
+            self.cluster.requeue_underneath(ref.id)
+
+    @rule(seconds=st.sampled_from([1, 10, 40]))
+    def advance(self, seconds: int) -> None:
+        self.backend.clock.advance(seconds)
+        self.cluster.tick()
+
+    @precondition(lambda self: self.refs)
+    @rule(i=st.integers(0, 100))
+    def reuse_id(self, i: int) -> None:
+        ref, _ = self.refs[i % len(self.refs)]
+        job = self.cluster.live(ref.id)
+        if job is not None and job.ended:
+            self.cluster.reuse_id(ref.id)
+
+    # -- invariants ---------------------------------------------------------------------------
+
+    @invariant()
+    def attempts_never_repeat_and_epochs_grow(self) -> None:
+        ours = [e for e in self.cluster.executions if e.ranks]  # a foreign job has none of ours
+        identities = [parse_execution_env(e.ranks[0]) for e in ours]
+        attempts = [i.attempt for i in identities]
+        assert len(attempts) == len(set(attempts)), attempts
+        epochs_by_object: dict[int, list[int]] = {}
+        for execution, identity in zip(ours, identities, strict=True):
+            epochs = epochs_by_object.setdefault(execution.serial, [])
+            assert all(e < identity.epoch for e in epochs), (epochs, identity)
+            epochs.append(identity.epoch)
+
+    @invariant()
+    def holds_decode_to_their_instance(self) -> None:
+        for job in self.cluster.jobs.values():
+            carried = job.hold_number()
+            if carried is not None:
+                assert self.holds.get(job.serial) == carried, (job.serial, carried, self.holds)
+
+    @invariant()
+    def find_reports_only_this_job_s_objects(self) -> None:
+        for seen in self.backend.find(self.plan.job):
+            assert seen.ref.uid == self.plan.job.discovery_name()
+            assert not seen.foreign
+
+
+SlurmShapeMachine.TestCase.settings = settings(
+    max_examples=60, stateful_step_count=40, deadline=None
+)
+TestSlurmShape = SlurmShapeMachine.TestCase
