@@ -16,6 +16,8 @@ class SlurmConfig:
 
     - ``first_job_id``/``max_job_id``: ids run from FirstJobId to MaxJobId - 1 (MaxJobId itself
       is never issued), then wrap, skipping ids still in memory.
+    - ``run_time``: seconds every job's script runs before exiting 0; None (the default) means
+      jobs run until a test ends them (``SlurmSim.finish``, ``fail``, ``run_for``).
     - ``min_job_age``: seconds a finished job stays in squeue (values below 2 become 2).
     - ``job_comment``: ``AccountingStoreFlags=job_comment``; accounting stores a record's comment
       only with it, and only when the record ends.
@@ -44,6 +46,7 @@ class SlurmConfig:
     sched_latency: int = 1
     sched_interval: int = 60
     kill_wait: int = 30
+    run_time: int | None = None
     version: str = VERSION_22_05
     partitions: tuple[str, ...] = field(default=())
 

@@ -343,6 +343,7 @@ class Controller:
             hold=HoldKind.USER if sub.hold else None,
             reason=HoldKind.USER.value if sub.hold else "None",
         )
+        job.run_for = config.run_time
         self.jobs[job_id] = job
         self.by_name.setdefault(job.name.lower(), set()).add(job_id)
         self._new_record(job)
@@ -469,6 +470,15 @@ class Controller:
             done = self._now + job.run_for
             self.at(done, f"exit {job.job_id}", lambda: self._exit(job, incarnation))
         self._notify("start", job)
+
+    def set_run_time(self, job: Job, seconds: int, exit_code: int = 0) -> None:
+        """The job's script runs ``seconds`` once started, then exits with ``exit_code``; a
+        running job's current run ends ``seconds`` after its start."""
+        job.run_for, job.exit_after = seconds, exit_code
+        if job.state is JobState.RUNNING:
+            incarnation = job.incarnation
+            when = max(self._now, job.start_time + seconds)
+            self.at(when, f"exit {job.job_id}", lambda: self._exit(job, incarnation))
 
     def _exit(self, job: Job, incarnation: int) -> None:
         if self._current(job, incarnation):
