@@ -302,7 +302,11 @@ class JobID:
         cls, source: type[Any], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         def validate(value: Any) -> JobID:
-            return value if isinstance(value, JobID) else cls(value)
+            if isinstance(value, JobID):
+                return value
+            if not isinstance(value, str | ULID):
+                raise ValueError(f"a job id is a ULID or its text, not {type(value).__name__}")
+            return cls(value)
 
         return core_schema.no_info_plain_validator_function(
             validate, serialization=core_schema.plain_serializer_function_ser_schema(str)
