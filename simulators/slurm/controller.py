@@ -398,6 +398,9 @@ class Controller:
         if job.held or job.begin_time == 0:
             return
         if job.begin_time > chance:
+            # The next pass shows the reason BeginTime; the periodic pass after the begin
+            # time expires starts the job.
+            self.at(chance, f"sched {job.job_id}", lambda: self._ready_up(job, chance))
             interval = self.config.sched_interval
             chance = -(-job.begin_time // interval) * interval
         self.at(chance, f"sched {job.job_id}", lambda: self._ready_up(job, chance))
@@ -662,12 +665,15 @@ class Controller:
             raise SlurmError(ALREADY_DONE)
         if job.hold is None:
             return
-        job.hold = None
+        kind, job.hold = job.hold, None
         job.priority = PRIORITY_BASE - job.seq
         if job.state is JobState.PENDING:
             if job.begin_time == 0:
                 job.begin_time = self._now
-            job.reason = "None"
+            # slurm-lab §7.6c and §7.7: released from a requeue hold the reason reads None;
+            # from a user or admin hold, BeginTime while the begin time is in the future.
+            future = job.begin_time > self._now and kind is not HoldKind.REQUEUE
+            job.reason = "BeginTime" if future else "None"
             self._consider(job, self._now + self.config.sched_latency)
         else:
             job.reason = "None"

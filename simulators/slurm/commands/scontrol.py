@@ -41,7 +41,7 @@ SPEC: Final = [
 def scontrol(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, str]) -> Output:
     result = Output()
     try:
-        cli = parse(PROG, args, SPEC, permute=False)
+        cli = parse(PROG, args, SPEC)
     except UsageError as error:
         for line in error.lines:
             result.err(line)
