@@ -127,8 +127,8 @@ def job_fields(job: Job, controller: Controller, env: Mapping[str, str]) -> list
         end = when(job.end_time)
     run = max(0, (job.end_time or now) - job.start_time) if job.start_time else 0
     limit = "UNLIMITED" if job.time_limit is None else _duration(job.time_limit * 60)
-    stdout = _expand(sub.stdout or "slurm-%j.out", job, sub.work_dir)
-    stderr = _expand(sub.stderr, job, sub.work_dir) if sub.stderr else stdout
+    stdout = expand_path(sub.stdout or "slurm-%j.out", job, sub.work_dir)
+    stderr = expand_path(sub.stderr, job, sub.work_dir) if sub.stderr else stdout
     exit_code = f"{job.exit_code}:{job.exit_signal}"
     return [
         [f"JobId={job.job_id}", f"JobName={job.name}"],
@@ -184,7 +184,7 @@ def _command(job: Job) -> str:
     return f"{job.submission.work_dir}/{name}"
 
 
-def _expand(pattern: str | None, job: Job, work_dir: str) -> str:
+def expand_path(pattern: str | None, job: Job, work_dir: str) -> str:
     """An output path with sbatch's ``%`` patterns filled in, made absolute."""
     if pattern is None:
         return ""

@@ -1,0 +1,71 @@
+"""Execute mode runs the real batch script with Slurm's environment and an srun per task."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from simulators.slurm import SlurmConfig, SlurmSim
+from simulators.slurm.execute import ExecuteMode
+
+SCRIPT = """#!/bin/sh
+echo "start SLURM_JOB_ID=$SLURM_JOB_ID SLURM_RESTART_COUNT=${SLURM_RESTART_COUNT-unset}"
+srun sh -c 'echo "rank $SLURM_PROCID of $SLURM_NTASKS local $SLURM_LOCALID node $SLURM_NODEID x=$X"'
+exit "$1"
+"""
+
+
+def submit(sim: SlurmSim, tmp: Path, *options: str, code: str = "0") -> int:
+    script = tmp / "job.sh"
+    script.write_text(SCRIPT)
+    done = sim.run(
+        [
+            "sbatch",
+            "--parsable",
+            f"--chdir={tmp}",
+            "--output=%x-%j.out",
+            *options,
+            str(script),
+            code,
+        ],
+        env={"X": "from-submit", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout)
+
+
+def test_every_rank_runs_and_the_first_run_has_no_restart_count(tmp_path: Path) -> None:
+    sim = SlurmSim(SlurmConfig(nodes=("n1", "n2"), cpus_per_node=4))
+    ExecuteMode(sim)
+    job = submit(sim, tmp_path, "--job-name=dj-EXEC", "--nodes=2", "--ntasks-per-node=2")
+    sim.advance(1)
+    output = (tmp_path / f"dj-EXEC-{job}.out").read_text().splitlines()
+    assert output == [
+        f"start SLURM_JOB_ID={job} SLURM_RESTART_COUNT=unset",
+        "rank 0 of 4 local 0 node 0 x=from-submit",
+        "rank 1 of 4 local 1 node 0 x=from-submit",
+        "rank 2 of 4 local 0 node 1 x=from-submit",
+        "rank 3 of 4 local 1 node 1 x=from-submit",
+    ]
+    sim.advance(1)
+    assert sim.job(job).state == "COMPLETED"
+
+
+def test_a_requeued_run_sees_the_restart_count_and_truncates_the_output(tmp_path: Path) -> None:
+    sim = SlurmSim(SlurmConfig(requeue_delay=5))
+    ExecuteMode(sim, default_run=100)
+    job = submit(sim, tmp_path, "--job-name=dj-RQ")
+    sim.advance(1)
+    assert sim.run(["scontrol", "requeue", str(job)]).returncode == 0
+    sim.advance(120)
+    lines = (tmp_path / f"dj-RQ-{job}.out").read_text().splitlines()
+    assert lines[0] == f"start SLURM_JOB_ID={job} SLURM_RESTART_COUNT=1"
+    assert len(lines) == 2  # the first run's lines are gone
+
+
+def test_the_script_s_exit_status_ends_the_job(tmp_path: Path) -> None:
+    sim = SlurmSim()
+    ExecuteMode(sim)
+    job = submit(sim, tmp_path, "--job-name=dj-FAIL", code="3")
+    sim.advance(5)
+    record = sim.controller.records(job)[-1]
+    assert (record.state, record.exit_code) == ("FAILED", 3)
