@@ -16,9 +16,11 @@ it only with scripts you trust, in a scratch directory.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import tempfile
+import weakref
 from pathlib import Path
 from typing import Final
 
@@ -57,6 +59,7 @@ class ExecuteMode:
         self.timeout = timeout
         self.default_run = default_run
         self.bin_dir = Path(tempfile.mkdtemp(prefix="dispatch-srun-"))
+        weakref.finalize(self, shutil.rmtree, self.bin_dir, ignore_errors=True)
         srun = self.bin_dir / "srun"
         srun.write_text(SRUN)
         srun.chmod(srun.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
