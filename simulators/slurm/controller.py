@@ -201,6 +201,7 @@ class Job:
     exit_signal: int = 0
     cancelled_by: int | None = None
     nodelist: str = ""
+    allocated: tuple[str, ...] = ()  # nodes whose CPUs the job holds right now
     record: AcctRecord | None = None
     run_for: int | None = None
     exit_after: int = 0
@@ -447,18 +448,20 @@ class Controller:
         return nodes
 
     def _release_cpus(self, job: Job) -> None:
-        if not job.nodelist:
+        """Give back the CPUs the job holds (once: a second call finds none)."""
+        if not job.allocated:
             return
-        nodes = job.nodelist.split(",")
-        per_node = -(-job.cpus // len(nodes))
-        for node in nodes:
-            self.free_cpus[node] = min(self.config.cpus_per_node, self.free_cpus[node] + per_node)
+        per_node = -(-job.cpus // len(job.allocated))
+        for node in job.allocated:
+            self.free_cpus[node] += per_node
+        job.allocated = ()
 
     def _start(self, job: Job, nodes: list[str]) -> None:
         job.state = JobState.RUNNING
         job.reason = "None"
         job.start_time = self._now
         job.nodelist = ",".join(nodes)
+        job.allocated = tuple(nodes)
         job.incarnation += 1
         if job.record is not None:
             job.record.start = self._now
@@ -579,8 +582,9 @@ class Controller:
     # -- writes ------------------------------------------------------------------------------------
 
     def cancel(self, job: Job, by: int) -> None:
-        """scancel: a pending or running job ends CANCELLED."""
-        if job.state.finished:
+        """scancel: a pending or running job ends CANCELLED. A job COMPLETING on its way back
+        to the queue (a requeue) is already done as far as the signal goes, and survives."""
+        if job.state.finished or job.state is JobState.COMPLETING:
             raise SlurmError(ALREADY_DONE)
         self.end(
             job, JobState.CANCELLED, "None", cancelled_by=by, signal=9 if job.start_time else 0
@@ -613,7 +617,7 @@ class Controller:
             self._release_cpus(job)
             job.end_time = now
         job.restart_count += 1
-        new_submit = now + 1 if now == job.submit_time else now
+        new_submit = max(now, job.submit_time + 1)  # strictly later, even twice in a second
         new_begin = job.begin_time
         if new_begin <= now:
             new_begin = now + self.config.requeue_delay + 1
