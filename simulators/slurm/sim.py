@@ -88,9 +88,19 @@ class SlurmSim:
         from simulators.slurm import commands  # noqa: F401  (registers every command)
 
         argv = list(argv)
-        if not argv:
-            raise ValueError("argv is empty")
-        program = argv[0].rsplit("/", 1)[-1]
+        env = dict(env or {})
+        command_argv = argv
+        # ``env NAME=value ... command args``: how an adapter sets SLURM_TIME_FORMAT or TZ on
+        # the far side of any transport (ssh does not forward the environment).
+        while command_argv and command_argv[0].rsplit("/", 1)[-1] == "env":
+            command_argv = command_argv[1:]
+            while command_argv and "=" in command_argv[0] and not command_argv[0].startswith("="):
+                name, _, value = command_argv[0].partition("=")
+                env[name] = value
+                command_argv = command_argv[1:]
+        if not command_argv:
+            raise ValueError("argv names no command")
+        program = command_argv[0].rsplit("/", 1)[-1]
         for hook in self.hooks:
             verdict = hook(argv, stdin)
             if verdict == "timeout-before":
@@ -100,7 +110,7 @@ class SlurmSim:
         if implementation is None:
             result = Output(stderr=f"{program}: command not found\n", returncode=127)
         else:
-            result = implementation(self, argv[1:], stdin, dict(env or {}))
+            result = implementation(self, command_argv[1:], stdin, env)
         completed = subprocess.CompletedProcess(
             argv, result.returncode, result.stdout, result.stderr
         )
