@@ -25,6 +25,18 @@ class WallClock:
     def now(self) -> float:
         return time.time()
 
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def pause(clock: Clock, seconds: float) -> None:
+    """Wait ``seconds`` on ``clock``: virtual time for a virtual clock, real time otherwise."""
+    sleep = getattr(clock, "sleep", None)
+    if callable(sleep):
+        sleep(seconds)
+    else:
+        time.sleep(seconds)
+
 
 DEFAULT_START: Final = 1_767_225_600.0
 """2026-01-01T00:00:00Z: a fixed start, so that every run sees the same times."""
@@ -55,4 +67,4 @@ class VirtualClock:
         return f"VirtualClock(now={self._now})"
 
 
-__all__ = ["DEFAULT_START", "Clock", "VirtualClock", "WallClock"]
+__all__ = ["DEFAULT_START", "Clock", "VirtualClock", "WallClock", "pause"]

@@ -26,6 +26,7 @@ from dispatch_core import (
     Rule,
     RuleKind,
     State,
+    VirtualClock,
     capabilities,
     make_plan,
     parse_execution_env,
@@ -60,10 +61,11 @@ def expect(condition: bool, what: str) -> None:
 
 def scenario(shape: Shape, say: Callable[[str], None], seed: int = 0) -> None:
     """One job's life on a fresh memory cluster of ``shape``, checked step by step."""
-    backend = MemoryBackend(shape, seed=seed)
+    clock = VirtualClock()
+    backend = MemoryBackend(shape, clock=clock, seed=seed)
     job = JobID(ULID.from_bytes(random.Random(seed).randbytes(16)))
     spec = JobSpec(command=("python", "train.py", "--epochs", "3"), nodes=2, procs_per_node=2)
-    policy = Policy(rules=(Rule(RuleKind.RESUBMIT, budget=2), Rule(RuleKind.HOLD)))
+    policy = Policy(rules=(Rule(kind=RuleKind.RESUBMIT, budget=2), Rule(kind=RuleKind.HOLD)))
     plan = make_plan(backend, spec, policy, with_supervisor(), with_job(job))
     say(f"plan: job {plan.job}, enforcers {[e.value for e in plan.enforcers]}")
 
@@ -92,7 +94,7 @@ def scenario(shape: Shape, say: Callable[[str], None], seed: int = 0) -> None:
         f"submit {ref.submit.isoformat()} -> {requeued.ref.submit.isoformat()}"
     )
     expect(requeued.ref.submit >= ref.submit, "a requeue moved the submit time back")
-    backend.clock.advance(backend.cluster.requeue_delay + 1)
+    clock.advance(backend.cluster.requeue_delay + 1)
     backend.cluster.let_run(ref.id)
 
     epochs: list[int] = []
