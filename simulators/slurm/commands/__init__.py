@@ -1,5 +1,5 @@
 """The Slurm commands of the facade; importing this package registers each one."""
 
-from simulators.slurm.commands import sbatch, scontrol
+from simulators.slurm.commands import sacct, sbatch, scancel, scontrol, squeue
 
-__all__ = ["sbatch", "scontrol"]
+__all__ = ["sacct", "sbatch", "scancel", "scontrol", "squeue"]
