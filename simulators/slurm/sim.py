@@ -21,6 +21,8 @@ from typing import Protocol
 from dispatch_core import Clock, VirtualClock
 from simulators.slurm.config import SlurmConfig
 from simulators.slurm.controller import Controller, Job, JobState
+from simulators.slurm.faults import Faults
+from simulators.slurm.trace import Trace
 
 
 @dataclass
@@ -70,6 +72,8 @@ class SlurmSim:
         self.rng = random.Random(seed)
         self.clock: Clock = clock if clock is not None else VirtualClock()
         self.controller = Controller(self.config, self.clock)
+        self.trace = Trace(self.config, seed, self.clock.now())
+        self.faults = Faults(self)
         self.hooks: list[Callable[[Sequence[str], str | None], str | None]] = []
         self.after_hooks: list[
             Callable[[Sequence[str], subprocess.CompletedProcess[str]], None]
@@ -89,6 +93,7 @@ class SlurmSim:
 
         argv = list(argv)
         env = dict(env or {})
+        call = self.trace.begin(self.clock.now(), argv, stdin, env, timeout)
         command_argv = argv
         # ``env NAME=value ... command args``: how an adapter sets SLURM_TIME_FORMAT or TZ on
         # the far side of any transport (ssh does not forward the environment).
@@ -104,7 +109,8 @@ class SlurmSim:
         for hook in self.hooks:
             verdict = hook(argv, stdin)
             if verdict == "timeout-before":
-                raise subprocess.TimeoutExpired(argv, timeout or 0)
+                raise self.trace.timed_out(call, "before", timeout or 0)
+        self.faults.before(command_argv, call)
         self.controller.sync()
         implementation = COMMANDS.get(program)
         if implementation is None:
@@ -116,6 +122,8 @@ class SlurmSim:
         )
         for after in self.after_hooks:
             after(argv, completed)
+        self.faults.after(command_argv, call, completed)
+        self.trace.end(call, completed)
         return completed
 
     # -- what a test decides ----------------------------------------------------------------------
@@ -137,6 +145,7 @@ class SlurmSim:
         """The running job's script exits with ``exit_code``."""
         self.controller.sync()
         self.controller.finish(job_id, exit_code)
+        self.trace.drive(self.clock.now(), "finish", job_id=job_id, exit_code=exit_code)
 
     def fail(self, job_id: int, state: JobState | str, exit_code: int = 0) -> None:
         """The running job ends in ``state``: FAILED, OUT_OF_MEMORY, TIMEOUT, DEADLINE,
@@ -150,9 +159,13 @@ class SlurmSim:
             JobState.OUT_OF_MEMORY: "OutOfMemory",
         }
         self.controller.fail(job_id, state, reasons.get(state, "None"), exit_code)
+        self.trace.drive(self.clock.now(), "fail", job_id=job_id, state=state, exit_code=exit_code)
 
     def run_for(self, job_id: int, seconds: int, exit_code: int = 0) -> None:
         """The job's script runs ``seconds`` once started (its current run, if running), then
         exits with ``exit_code``."""
         self.controller.sync()
         self.controller.set_run_time(self.controller.get(job_id), seconds, exit_code)
+        self.trace.drive(
+            self.clock.now(), "run_for", job_id=job_id, seconds=seconds, exit_code=exit_code
+        )
