@@ -18,6 +18,7 @@ class SlurmConfig:
       is never issued), then wrap, skipping ids still in memory.
     - ``run_time``: seconds every job's script runs before exiting 0; None (the default) means
       jobs run until a test ends them (``SlurmSim.finish``, ``fail``, ``run_for``).
+    - ``max_job_count``: MaxJobCount (10,000): job records slurmctld keeps before refusing.
     - ``min_job_age``: seconds a finished job stays in squeue (values below 2 become 2).
     - ``job_comment``: ``AccountingStoreFlags=job_comment``; accounting stores a record's comment
       only with it, and only when the record ends.
@@ -46,6 +47,7 @@ class SlurmConfig:
     sched_latency: int = 1
     sched_interval: int = 60
     kill_wait: int = 30
+    max_job_count: int = 10_000
     run_time: int | None = None
     version: str = VERSION_22_05
     partitions: tuple[str, ...] = field(default=())
@@ -66,9 +68,9 @@ class SlurmConfig:
         return max(2, self.min_job_age)
 
     @property
-    def max_job_count(self) -> int:
-        """MaxJobCount, reset to MaxJobId - FirstJobId + 1 when larger (default 10,000)."""
-        return min(10_000, self.max_job_id - self.first_job_id + 1)
+    def effective_max_job_count(self) -> int:
+        """MaxJobCount as slurmctld applies it: reset to MaxJobId - FirstJobId + 1 when larger."""
+        return min(self.max_job_count, self.max_job_id - self.first_job_id + 1)
 
     @property
     def all_partitions(self) -> tuple[str, ...]:

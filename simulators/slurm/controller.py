@@ -320,7 +320,7 @@ class Controller:
         cpus = max(sub.ntasks or 0, sub.nodes * per_node, 1)
         if cpus > len(config.nodes) * config.cpus_per_node:
             raise SlurmError("Requested node configuration is not available")
-        if len(self.jobs) + 1 >= config.max_job_count:
+        if len(self.jobs) + 1 >= config.effective_max_job_count:
             raise SlurmError(EAGAIN)
         job_id = self._allocate_id()
         seq = next(self._seq)

@@ -232,7 +232,7 @@ def _show_config(sim: SlurmSim, env: Mapping[str, str], result: Output) -> None:
         "FirstJobId": str(config.first_job_id),
         "JobRequeue": str(int(config.job_requeue)),
         "KillWait": f"{config.kill_wait} sec",
-        "MaxJobCount": str(config.max_job_count),
+        "MaxJobCount": str(config.effective_max_job_count),
         "MaxJobId": str(config.max_job_id),
         "MinJobAge": f"{config.effective_min_job_age} sec",
         "PreemptMode": "OFF",
