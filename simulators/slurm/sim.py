@@ -74,10 +74,6 @@ class SlurmSim:
         self.controller = Controller(self.config, self.clock)
         self.trace = Trace(self.config, seed, self.clock.now())
         self.faults = Faults(self)
-        self.hooks: list[Callable[[Sequence[str], str | None], str | None]] = []
-        self.after_hooks: list[
-            Callable[[Sequence[str], subprocess.CompletedProcess[str]], None]
-        ] = []
 
     # -- the facade -----------------------------------------------------------------------------
 
@@ -106,10 +102,6 @@ class SlurmSim:
         if not command_argv:
             raise ValueError("argv names no command")
         program = command_argv[0].rsplit("/", 1)[-1]
-        for hook in self.hooks:
-            verdict = hook(argv, stdin)
-            if verdict == "timeout-before":
-                raise self.trace.timed_out(call, "before", timeout or 0)
         self.faults.before(command_argv, call)
         self.controller.sync()
         implementation = COMMANDS.get(program)
@@ -120,8 +112,6 @@ class SlurmSim:
         completed = subprocess.CompletedProcess(
             argv, result.returncode, result.stdout, result.stderr
         )
-        for after in self.after_hooks:
-            after(argv, completed)
         self.faults.after(command_argv, call, completed)
         self.trace.end(call, completed)
         return completed
