@@ -22,7 +22,7 @@ from dispatch_core import Clock, VirtualClock
 from simulators.slurm.config import SlurmConfig
 from simulators.slurm.controller import Controller, Job, JobState
 from simulators.slurm.faults import Faults
-from simulators.slurm.trace import Trace
+from simulators.slurm.trace import Trace, split_env_prefix
 
 
 @dataclass
@@ -90,15 +90,8 @@ class SlurmSim:
         argv = list(argv)
         env = dict(env or {})
         call = self.trace.begin(self.clock.now(), argv, stdin, env, timeout)
-        command_argv = argv
-        # ``env NAME=value ... command args``: how an adapter sets SLURM_TIME_FORMAT or TZ on
-        # the far side of any transport (ssh does not forward the environment).
-        while command_argv and command_argv[0].rsplit("/", 1)[-1] == "env":
-            command_argv = command_argv[1:]
-            while command_argv and "=" in command_argv[0] and not command_argv[0].startswith("="):
-                name, _, value = command_argv[0].partition("=")
-                env[name] = value
-                command_argv = command_argv[1:]
+        assignments, command_argv = split_env_prefix(argv)
+        env.update(assignments)
         if not command_argv:
             raise ValueError("argv names no command")
         program = command_argv[0].rsplit("/", 1)[-1]

@@ -58,14 +58,23 @@ def env_subset(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def command_argv(argv: Sequence[str]) -> list[str]:
-    """``argv`` without a leading ``env NAME=value ...`` (as ``SlurmSim.run`` strips it)."""
+def split_env_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
+    """The assignments of a leading ``env NAME=value ...`` and the command after it: how an
+    adapter sets SLURM_TIME_FORMAT or TZ on the far side of any transport."""
+    assignments: dict[str, str] = {}
     words = list(argv)
     while words and words[0].rsplit("/", 1)[-1] == "env":
         words = words[1:]
         while words and "=" in words[0] and not words[0].startswith("="):
+            name, _, value = words[0].partition("=")
+            assignments[name] = value
             words = words[1:]
-    return words
+    return assignments, words
+
+
+def command_argv(argv: Sequence[str]) -> list[str]:
+    """``argv`` without a leading ``env NAME=value ...``."""
+    return split_env_prefix(argv)[1]
 
 
 def dumps(record: Record) -> str:
