@@ -31,14 +31,13 @@ from adapters.slurm.parse import (
     parse_sacct,
     parse_squeue,
 )
-from adapters.slurm.script import batch_submission, slurm_options
+from adapters.slurm.script import batch_submission
 from adapters.slurm.transport import Transport
 from dispatch_core import (
     Capability,
     Cause,
     Clock,
     Conflict,
-    DispatchError,
     EncodingError,
     HoldBase,
     HoldBound,
@@ -160,11 +159,6 @@ class SlurmBackend:
             Capability.OUTPUT_RETAINED: Support.unknown("needs preflight: is the output visible"),
         }
         answers.update(self._probed)
-        if spec is not None:
-            try:
-                slurm_options(spec.extensions)
-            except DispatchError as refusal:
-                answers[Capability.ATTEMPT_INJECTION] = Support.no(str(refusal))
         return answers
 
     def rules(self, policy: Policy) -> list[RuleSupport]:
