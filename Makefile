@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict dispatch_core
+	$(BIN)/mypy --strict dispatch_core adapters simulators
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest

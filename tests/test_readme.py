@@ -9,6 +9,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_python_examples_run() -> None:
+    """Blocks fenced ``python`` run as they are (``py`` marks one that needs a real cluster)."""
     blocks = re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
     assert blocks
     for block in blocks:
