@@ -4,6 +4,7 @@ Each probe is bounded in time, cleans up the probe jobs it submitted, and answer
 ``probed`` and a reason saying what it saw. A probe that cannot finish in its bound answers
 ``unknown`` and says why, never a guess.
 
+- PreTerminationSignal: a 2-minute job asking for ``--signal=B:USR1@60`` must see USR1;
 - configuration (``scontrol show config``): accounting storage and ``job_comment``,
   ``JobRequeue``, ``MinJobAge``;
 - AccountingHistory: a tiny job with a comment is waited to its end, then read from sacct;
@@ -66,6 +67,32 @@ def run_preflight(
     )
     answers[Capability.CONTAINER_IMAGE] = probed(Tristate.NO, "no container runtime is configured")
 
+    signal_job = _submit_signal_probe(backend, probe_dir)
+    try:
+        answers.update(_probe_job(backend, config, probe_dir, bound, say))
+        answers[Capability.PRE_TERMINATION_SIGNAL] = _signal_answer(backend, signal_job, bound, say)
+    finally:
+        if signal_job is not None:
+            backend._run("preflight", ["scancel", f"--name={signal_job[0]}", signal_job[1]])
+            _remove(backend, signal_job[2])
+    if accounting and "job_comment" in flags:
+        backend.job_comment = True
+    elif accounting:
+        backend.job_comment = False
+    return answers
+
+
+def _probe_job(
+    backend: SlurmBackend,
+    config: dict[str, str],
+    probe_dir: str,
+    bound: float,
+    say: Callable[[str], None],
+) -> dict[Capability, Support]:
+    """One probe job: accounting of its comment, its working directory, its tasks, its output."""
+    answers: dict[Capability, Support] = {}
+    accounting = config.get("AccountingStorageType", "") not in ("", "accounting_storage/none")
+    flags = config.get("AccountingStoreFlags", "")
     job = JobID.new()
     name = f"{job.discovery_name()}"
     comment = "dispatch:s=1;a=1"
@@ -122,11 +149,59 @@ def run_preflight(
     finally:
         backend._run("preflight", ["scancel", f"--name={name}", job_id])
         _remove(backend, path)
-    if accounting and "job_comment" in flags:
-        backend.job_comment = True
-    elif accounting:
-        backend.job_comment = False
     return answers
+
+
+SIGNAL_SCRIPT: Final = f"""#!/bin/sh
+trap 'echo {PROBE_MARK} got-signal; exit 0' USR1
+i=0
+while [ "$i" -lt 300 ]; do sleep 1; i=$((i + 1)); done
+echo {PROBE_MARK} no-signal
+"""
+
+
+def _submit_signal_probe(backend: SlurmBackend, probe_dir: str) -> tuple[str, str, str] | None:
+    """A 2-minute job asking for USR1 60 s before its end: (name, job id, output path)."""
+    name = JobID.new().discovery_name()
+    output = f"{probe_dir.rstrip('/')}/{PROBE_MARK}-signal-%j.out"
+    argv = [
+        "sbatch",
+        "--parsable",
+        f"--job-name={name}",
+        "--comment=dispatch:s=1;a=1",
+        f"--chdir={probe_dir}",
+        f"--output={output}",
+        "--time=2",
+        "--signal=B:USR1@60",
+        "--no-requeue",
+    ]
+    try:
+        done = backend._run("preflight", argv, stdin=SIGNAL_SCRIPT)
+    except subprocess.TimeoutExpired:
+        return None
+    job_id = done.stdout.strip().split(";")[0]
+    if done.returncode != 0 or not job_id.isdigit():
+        return None
+    return name, job_id, output.replace("%j", job_id)
+
+
+def _signal_answer(
+    backend: SlurmBackend,
+    probe: tuple[str, str, str] | None,
+    bound: float,
+    say: Callable[[str], None],
+) -> Support:
+    if probe is None:
+        return probed(Tristate.UNKNOWN, "the signal probe job could not be submitted")
+    _, job_id, path = probe
+    if not _wait_for_end(backend, job_id, bound, say):
+        return probed(Tristate.UNKNOWN, "the signal probe job did not end within the bound")
+    text = _cat(backend, path)
+    if text is None:
+        return probed(Tristate.UNKNOWN, "the signal probe's output is not readable")
+    if f"{PROBE_MARK} got-signal" in text:
+        return probed(Tristate.YES, "a job with --signal=B:USR1@60 received USR1 before its end")
+    return probed(Tristate.NO, "a job with --signal=B:USR1@60 was never signalled")
 
 
 def _wait_for_end(

@@ -9,20 +9,29 @@ saw). An ``srun`` on its PATH starts the command once per task, one after the ot
 saw. The job then ends with the script's exit status, ``run_for`` virtual seconds after its
 start (1 s unless set), unless something ends it first.
 
+A job submitted with ``--signal`` runs on in real time after its start, waiting for its
+signal: when the cluster's clock reaches the signal's time, the signal is sent (to the batch
+shell for ``B:``, else to the process group), and the job ends a second later with the
+script's status if it exits; otherwise its time limit ends it and the process is terminated.
+
 The script runs on the host, synchronously, bounded by ``timeout`` seconds of real time: use
 it only with scripts you trust, in a scratch directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import tempfile
+import time
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 from simulators.slurm.commands.scontrol import expand_path
 from simulators.slurm.controller import Job
@@ -54,8 +63,11 @@ exit $status
 class ExecuteMode:
     """Run every started job's script for real. Attach with ``ExecuteMode(sim)``."""
 
-    def __init__(self, sim: SlurmSim, timeout: float = 60.0, default_run: int = 1) -> None:
+    def __init__(
+        self, sim: SlurmSim, timeout: float = 60.0, default_run: int = 1, settle: float = 0.5
+    ) -> None:
         self.sim = sim
+        self.settle = settle
         self.timeout = timeout
         self.default_run = default_run
         self.bin_dir = Path(tempfile.mkdtemp(prefix="dispatch-srun-"))
@@ -64,14 +76,51 @@ class ExecuteMode:
         srun.write_text(SRUN)
         srun.chmod(srun.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         self.results: list[tuple[int, int, int]] = []  # (job id, restart count, exit status)
+        self.running: dict[int, _Running] = {}  # jobs waiting, in real time, for a signal
         sim.controller.observe(self._on_event)
 
     def _on_event(self, event: str, job: Job) -> None:
         if event == "start":
-            status = self.run(job)
-            self.results.append((job.job_id, job.restart_count, status))
-            seconds = job.run_for if job.run_for is not None else self.default_run
-            self.sim.controller.set_run_time(job, seconds, status)
+            running = self._launch(job)
+            if job.submission.signal is not None:
+                # It expects a signal before its time limit: it runs on until one comes.
+                self.running[job.job_id] = running
+                return
+            self._ended(job, self._reap(running, self.timeout))
+        elif event == "signal" and job.job_id in self.running:
+            running = self.running[job.job_id]
+            # Virtual time may reach the signal an instant after the start: give the script
+            # the moment of real time it needs to install its traps, as a real minute would.
+            settle = running.started + self.settle - time.monotonic()
+            if settle > 0:
+                time.sleep(settle)
+            number, scope = job.signals[-1][1], job.signals[-1][2]
+            with contextlib.suppress(ProcessLookupError):
+                if scope == "batch":
+                    running.process.send_signal(number)
+                else:  # the steps are the shell's children, in its process group
+                    os.killpg(running.process.pid, number)
+            status = self._reap(running, self.timeout)
+            if status is not None:
+                del self.running[job.job_id]
+                self._ended(job, status, after=1)
+        elif event in ("end", "requeue") and job.job_id in self.running:
+            running = self.running.pop(job.job_id)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(running.process.pid, signal.SIGTERM)
+            if self._reap(running, 2.0) is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(running.process.pid, signal.SIGKILL)
+                self._reap(running, None)
+
+    def _ended(self, job: Job, status: int | None, after: int | None = None) -> None:
+        code = status if status is not None else 128 + 9
+        self.results.append((job.job_id, job.restart_count, code))
+        if after is None:
+            after = job.run_for if job.run_for is not None else self.default_run
+        else:
+            after += self.sim.controller.now - job.start_time
+        self.sim.controller.set_run_time(job, after, code)
 
     def environment(self, job: Job) -> dict[str, str]:
         """The batch step's environment."""
@@ -121,7 +170,12 @@ class ExecuteMode:
         return env
 
     def run(self, job: Job) -> int:
-        """Run ``job``'s script now; returns its exit status (a signal as 128 + number)."""
+        """Run ``job``'s script now, to its end; returns its exit status."""
+        status = self._reap(self._launch(job), self.timeout)
+        return status if status is not None else 128 + 9
+
+    def _launch(self, job: Job) -> _Running:
+        """Start ``job``'s script in its own process group, its output to its output files."""
         sub = job.submission
         work_dir = Path(sub.work_dir)
         stdout_path = Path(expand_path(sub.stdout or "slurm-%j.out", job, sub.work_dir))
@@ -129,29 +183,47 @@ class ExecuteMode:
             Path(expand_path(sub.stderr, job, sub.work_dir)) if sub.stderr else stdout_path
         )
         mode = "a" if sub.open_mode == "append" else "w"
-        script = Path(tempfile.mkdtemp(prefix="dispatch-job-")) / f"slurm_script.{job.job_id}"
+        scratch = Path(tempfile.mkdtemp(prefix="dispatch-job-"))
+        script = scratch / f"slurm_script.{job.job_id}"
         script.write_text(sub.script)
         script.chmod(0o700)
         cwd = work_dir if work_dir.is_dir() else Path(tempfile.gettempdir())
-        with open(stdout_path, mode) as out:
-            err = out if stderr_path == stdout_path else open(stderr_path, mode)  # noqa: SIM115
-            try:
-                completed = subprocess.run(
-                    [str(script), *sub.args],
-                    cwd=cwd,
-                    env=self.environment(job),
-                    stdout=out,
-                    stderr=err,
-                    stdin=subprocess.DEVNULL,
-                    timeout=self.timeout,
-                    check=False,
-                )
-                status = completed.returncode
-            except subprocess.TimeoutExpired:
-                status = 128 + 9
-            finally:
-                if err is not out:
-                    err.close()
-        script.unlink()
-        script.parent.rmdir()
+        out = open(stdout_path, mode)  # noqa: SIM115  (closed when the process is reaped)
+        err = out if stderr_path == stdout_path else open(stderr_path, mode)  # noqa: SIM115
+        process = subprocess.Popen(
+            [str(script), *sub.args],
+            cwd=cwd,
+            env=self.environment(job),
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        return _Running(process, (out, err), scratch, time.monotonic())
+
+    @staticmethod
+    def _reap(running: _Running, timeout: float | None) -> int | None:
+        """The exit status once the script ends (within ``timeout`` real seconds), else None.
+        A script killed by a signal reports 128 + its number, as a shell would."""
+        try:
+            status = running.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            if timeout is not None and timeout >= 2.0:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(running.process.pid, signal.SIGKILL)
+                running.process.wait()
+                status = -signal.SIGKILL
+            else:
+                return None
+        for handle in set(running.files):
+            handle.close()
+        shutil.rmtree(running.scratch, ignore_errors=True)
         return status if status >= 0 else 128 - status
+
+
+@dataclass
+class _Running:
+    process: subprocess.Popen[bytes]
+    files: tuple[IO[str], IO[str]]
+    scratch: Path
+    started: float

@@ -69,3 +69,40 @@ def test_the_script_s_exit_status_ends_the_job(tmp_path: Path) -> None:
     sim.advance(5)
     record = sim.controller.records(job)[-1]
     assert (record.state, record.exit_code) == ("FAILED", 3)
+
+
+SIGNALLED = """#!/bin/sh
+trap 'echo "got USR1 at $SLURM_JOB_ID"; exit 0' USR1
+i=0
+while [ "$i" -lt 30 ]; do sleep 1; i=$((i + 1)); done
+echo never
+"""
+
+
+def test_a_pre_termination_signal_reaches_the_batch_shell(tmp_path: Path) -> None:
+    """slurm-lab §7.9: --signal=B:USR1@30 arrived 60 s before the kill."""
+    sim = SlurmSim()
+    ExecuteMode(sim)
+    script = tmp_path / "sig.sh"
+    script.write_text(SIGNALLED)
+    done = sim.run(
+        [
+            "sbatch",
+            "--parsable",
+            f"--chdir={tmp_path}",
+            "--output=sig.out",
+            "--time=2",
+            "--signal=B:USR1@30",
+            str(script),
+        ],
+    )
+    job = int(done.stdout)
+    sim.advance(1)
+    started = sim.job(job).start_time
+    sim.advance(59)
+    assert sim.job(job).signals == []
+    sim.advance(2)
+    assert sim.job(job).signals == [(started + 60, 10, "batch")]
+    assert (tmp_path / "sig.out").read_text() == f"got USR1 at {job}\n"
+    sim.advance(2)
+    assert sim.controller.records(job)[-1].state == "COMPLETED"

@@ -67,6 +67,7 @@ def test_preflight_probes_the_cluster(tmp_path: Path, job_comment: bool) -> None
         Capability.OUTPUT_FOLLOW: Tristate.YES,
         Capability.OUTPUT_RETAINED: Tristate.YES,
         Capability.CONTAINER_IMAGE: Tristate.NO,
+        Capability.PRE_TERMINATION_SIGNAL: Tristate.YES,
     }
     assert {c: answers[c].value for c in expected} == expected
     assert backend.job_comment is job_comment
@@ -83,7 +84,18 @@ def test_preflight_without_accounting_or_visible_output(tmp_path: Path) -> None:
     assert answers[Capability.NATIVE_REQUEUE].value is Tristate.NO
     assert answers[Capability.OUTPUT_READ].value is Tristate.NO
     assert "not readable" in answers[Capability.OUTPUT_READ].reason
+    assert answers[Capability.PRE_TERMINATION_SIGNAL].value is Tristate.UNKNOWN
     assert backend.capabilities(None)[Capability.OUTPUT_READ].source is Source.PROBED
+
+
+def test_a_signal_that_never_comes_is_probed_no(tmp_path: Path) -> None:
+    """A cluster whose jobs get no pre-termination signal: the probe job runs to its limit."""
+    sim, backend = executing_cluster()
+    sim.controller.signal = lambda job, number, scope: None  # type: ignore[method-assign]
+    from adapters.slurm.preflight import run_preflight
+
+    answers = run_preflight(backend, probe_dir=str(tmp_path))
+    assert answers[Capability.PRE_TERMINATION_SIGNAL].value is Tristate.NO
 
 
 def test_a_probe_job_that_never_ends_is_unknown_and_cleaned_up(tmp_path: Path) -> None:

@@ -676,7 +676,7 @@ class _Run:
         if not running:
             return ESLURM_TRANSITION_STATE_NO_UPDATE
         scope = "batch" if self.opt.batch else "full" if self.opt.full else "steps"
-        controller.log.append(f"t={controller.now} signal {signal} {job.job_id} {scope}")
+        controller.signal(job, signal, scope)
         if signal == SIGKILL:  # --batch: the batch shell dies of SIGKILL, the job with it
             controller.end(job, JobState.FAILED, "JobLaunchFailure", exit_code=0, signal=SIGKILL)
         return 0
