@@ -1,0 +1,31 @@
+"""The dispatch conformance kit: harnesses, checks, and the runners that run them."""
+
+from conformance.checks import (
+    Check,
+    CheckFailed,
+    Context,
+    Outcome,
+    Result,
+    Skip,
+    Tier,
+    check,
+    checks,
+    run_check,
+)
+from conformance.harness import CannotInject, FaultInjector, Harness
+
+__all__ = [
+    "CannotInject",
+    "Check",
+    "CheckFailed",
+    "Context",
+    "FaultInjector",
+    "Harness",
+    "Outcome",
+    "Result",
+    "Skip",
+    "Tier",
+    "check",
+    "checks",
+    "run_check",
+]
