@@ -107,5 +107,5 @@ class Harness(ABC):
         saw. Raise :class:`CannotInject` ("executions") when the harness cannot see them."""
         raise CannotInject("executions")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional: most harnesses hold nothing)
         """Release what the harness holds (called once, after the last check)."""

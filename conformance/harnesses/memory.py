@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
 
 from adapters.memory import MemoryBackend, Shape
 from conformance.harness import CannotInject, FaultInjector, Harness
@@ -94,7 +93,7 @@ class MemoryHarness(Harness):
 def _memory(backend: Backend) -> MemoryBackend:
     if not isinstance(backend, MemoryBackend):
         raise TypeError(f"the memory harness was given {type(backend).__name__}")
-    return cast(MemoryBackend, backend)
+    return backend
 
 
 def memory_slurm() -> MemoryHarness:
