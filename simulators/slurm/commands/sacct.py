@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+from simulators.slurm.commands.common import STATES, CommandExit
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse
 from simulators.slurm.commands.squeue import dump_pretty, ranged
 from simulators.slurm.controller import AcctRecord, JobState
@@ -138,32 +139,6 @@ STATE_NUMBERS: Final = {
     JobState.OUT_OF_MEMORY: 11,
     JobState.REQUEUED: 0x400,
 }
-_STATE_NAMES: Final = [
-    ("PENDING", "PD", 0),
-    ("RUNNING", "R", 1),
-    ("SUSPENDED", "S", 2),
-    ("COMPLETED", "CD", 3),
-    ("CANCELLED", "CA", 4),
-    ("FAILED", "F", 5),
-    ("TIMEOUT", "TO", 6),
-    ("NODE_FAIL", "NF", 7),
-    ("PREEMPTED", "PR", 8),
-    ("BOOT_FAIL", "BF", 9),
-    ("DEADLINE", "DL", 10),
-    ("OUT_OF_MEMORY", "OOM", 11),
-    ("COMPLETING", "CG", 0x8000),
-    ("CONFIGURING", "CF", 0x4000),
-    ("RESIZING", "RS", 0x2000),
-    ("RESV_DEL_HOLD", "RD", 0x20000),
-    ("REQUEUED", "RQ", 0x400),
-    ("REQUEUE_FED", "RF", 0x100000),
-    ("REQUEUE_HOLD", "RH", 0x800),
-    ("REVOKED", "RV", 0x1000),
-    ("SIGNALING", "SI", 0x400000),
-    ("SPECIAL_EXIT", "SE", 0x1000000),
-    ("STAGE_OUT", "SO", 0x800000),
-    ("STOPPED", "ST", 0x200000),
-]
 _SUPPORTED_STATES: Final = frozenset({*range(12), 0x400, 0x2000, 0x1000})
 _SIGNAL_ENDS: Final = frozenset(
     {
@@ -175,12 +150,6 @@ _SIGNAL_ENDS: Final = frozenset(
         JobState.DEADLINE,
     }
 )
-
-
-class _Exit(Exception):
-    def __init__(self, returncode: int) -> None:
-        super().__init__(returncode)
-        self.returncode = returncode
 
 
 # -- rows -----------------------------------------------------------------------------------------
@@ -641,15 +610,15 @@ def sacct(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, s
     out = bytearray()
     try:
         _run(sim, args, env, result, out)
-    except _Exit as stop:
+    except CommandExit as stop:
         result.returncode = stop.returncode
     result.stdout = out.decode("utf-8", "surrogateescape") + result.stdout
     return result
 
 
-def _fail(result: Output, line: str, code: int = 1) -> _Exit:
+def _fail(result: Output, line: str, code: int = 1) -> CommandExit:
     result.err(line)
-    return _Exit(code)
+    return CommandExit(code)
 
 
 def _run(
@@ -659,7 +628,7 @@ def _run(
         cli = parse(PROG, args, SPEC)
     except UsageError as error:
         result.err(error.lines[0])
-        raise _Exit(1) from None
+        raise CommandExit(1) from None
     query, help_kind = _options(sim, cli, env, result)
     if help_kind == "help":
         out += _b(USAGE)
@@ -774,7 +743,7 @@ def _options(
             verbosity += 1
         elif key == "version":
             result.out(f"slurm {config.version}")
-            raise _Exit(0)
+            raise CommandExit(0)
         elif key == "allocations":
             query.no_steps = True
         elif key == "yaml":
@@ -841,7 +810,7 @@ def _options(
         result.err(f"{PROG}: error: Unknown arguments:")
         for operand in cli.operands:
             result.err(f"{PROG}: error:  {operand}")
-        raise _Exit(1)
+        raise CommandExit(1)
     query.style = Style(parsable, delimiter)
     return query, help_kind
 
@@ -879,7 +848,7 @@ def _ctime(epoch: int) -> str:
 
 
 def _state_label(number: int) -> str:
-    return next((name for name, _, n in _STATE_NAMES if n == number), "?")
+    return next((name for name, _, n in STATES if n == number), "?")
 
 
 def _char_list(text: str, lower: bool) -> list[str]:
@@ -940,7 +909,7 @@ def _state_list(text: str, result: Output) -> list[int]:
     for item in _parse_list(text):
         lowered = item.lower()
         number = next(
-            (n for name, code, n in _STATE_NAMES if lowered in (name.lower(), code.lower())),
+            (n for name, code, n in STATES if lowered in (name.lower(), code.lower())),
             None,
         )
         if number is None:
@@ -962,11 +931,11 @@ def _user_list(sim: SlurmSim, text: str, result: Output) -> list[int]:
             uid = int(item)
         else:
             result.err(f"{PROG}: error: Invalid user id: {item}")
-            raise _Exit(1)
+            raise CommandExit(1)
         if uid not in uids:
             uids.append(uid)
     if not uids:
-        raise _Exit(1)
+        raise CommandExit(1)
     return uids
 
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from simulators.slurm.commands.common import STATES
 from simulators.slurm.commands.getopt import Opt, UsageError, parse
 from simulators.slurm.controller import UNAVAILABLE, HoldKind, Job, JobState, SlurmError
 from simulators.slurm.sim import Output, command
@@ -100,34 +101,6 @@ SIGNALS: Final = {
     "TTOU": 22,
     "XCPU": 24,
 }
-# job_state_num(): base states, then the flags it also accepts (which no job's base state
-# ever equals, so a filter on them matches nothing).
-STATE_NAMES: Final = (
-    ("PENDING", "PD"),
-    ("RUNNING", "R"),
-    ("SUSPENDED", "S"),
-    ("COMPLETED", "CD"),
-    ("CANCELLED", "CA"),
-    ("FAILED", "F"),
-    ("TIMEOUT", "TO"),
-    ("NODE_FAIL", "NF"),
-    ("PREEMPTED", "PR"),
-    ("BOOT_FAIL", "BF"),
-    ("DEADLINE", "DL"),
-    ("OUT_OF_MEMORY", "OOM"),
-    ("COMPLETING", "CG"),
-    ("CONFIGURING", "CF"),
-    ("RESIZING", "RS"),
-    ("RESV_DEL_HOLD", "RD"),
-    ("REQUEUED", "RQ"),
-    ("REQUEUE_FED", "RF"),
-    ("REQUEUE_HOLD", "RH"),
-    ("REVOKED", "RV"),
-    ("SIGNALING", "SI"),
-    ("SPECIAL_EXIT", "SE"),
-    ("STAGE_OUT", "SO"),
-    ("STOPPED", "ST"),
-)
 USAGE: Final = (
     "Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n"
     "               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n"
@@ -367,7 +340,7 @@ class _Run:
         return current
 
     def _state(self, text: str, from_env: bool) -> str:
-        for long, short in STATE_NAMES:
+        for long, short, _ in STATES:
             if text.lower() in (long.lower(), short.lower()):
                 return long
         if from_env:

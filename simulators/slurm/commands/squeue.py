@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
+from simulators.slurm.commands.common import BASE_STATES, FLAG_STATES, CommandExit
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse
 from simulators.slurm.controller import INVALID_JOB_ID, UNAVAILABLE, Job, JobState
 from simulators.slurm.sim import Output, command
@@ -107,44 +108,7 @@ INFINITE: Final = 0xFFFFFFFF
 NO_VAL: Final = 0xFFFFFFFE
 YEAR_SECONDS: Final = 365 * 24 * 3600
 
-# Job states as squeue's state filter sees them: base states, then the flags it can name.
-BASE_STATES: Final = (
-    ("PENDING", "PD"),
-    ("RUNNING", "R"),
-    ("SUSPENDED", "S"),
-    ("COMPLETED", "CD"),
-    ("CANCELLED", "CA"),
-    ("FAILED", "F"),
-    ("TIMEOUT", "TO"),
-    ("NODE_FAIL", "NF"),
-    ("PREEMPTED", "PR"),
-    ("BOOT_FAIL", "BF"),
-    ("DEADLINE", "DL"),
-    ("OUT_OF_MEMORY", "OOM"),
-)
-FLAG_STATES: Final = (
-    ("COMPLETING", "CG"),
-    ("CONFIGURING", "CF"),
-    ("RESIZING", "RS"),
-    ("RESV_DEL_HOLD", "RD"),
-    ("REQUEUED", "RQ"),
-    ("REQUEUE_FED", "RF"),
-    ("REQUEUE_HOLD", "RH"),
-    ("REVOKED", "RV"),
-    ("SIGNALING", "SI"),
-    ("SPECIAL_EXIT", "SE"),
-    ("STAGE_OUT", "SO"),
-    ("STOPPED", "ST"),
-)
 _VALID_STATES: Final = ",".join(name for name, _ in BASE_STATES + FLAG_STATES)
-
-
-class _Exit(Exception):
-    """squeue stops here with ``returncode`` (its messages are already in the output)."""
-
-    def __init__(self, returncode: int) -> None:
-        super().__init__(returncode)
-        self.returncode = returncode
 
 
 # -- the job as squeue receives it (pack_job) -----------------------------------------------------
@@ -988,7 +952,7 @@ def squeue(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, 
     out = bytearray()
     try:
         _run(sim, args, env, result, out)
-    except _Exit as stop:
+    except CommandExit as stop:
         result.returncode = stop.returncode
     result.stdout = out.decode("utf-8", "surrogateescape") + result.stdout
     return result
@@ -1002,7 +966,7 @@ def _run(
     except UsageError as error:
         result.err(error.lines[0])
         result.err(f'Try "{PROG} --help" for more information')
-        raise _Exit(1) from None
+        raise CommandExit(1) from None
     params = _params(sim, cli, env, result)
     if cli.has("json"):
         _dump_json(sim, env, out)
@@ -1012,7 +976,7 @@ def _run(
     controller = sim.controller
     if not controller.available():
         result.err(f"slurm_load_jobs error: {UNAVAILABLE}")
-        raise _Exit(1)
+        raise CommandExit(1)
     jobs = _load(sim, params, result)
     if params.format is not None:
         items, errors = parse_format(params.format)
@@ -1035,7 +999,7 @@ def _run(
     views, sort_error = sort_views(views, params.sort or DEFAULT_SORT)
     if sort_error is not None:
         result.err(sort_error)
-        raise _Exit(1)
+        raise CommandExit(1)
     for view in views:
         out += render_line(items, view, env)
     if params.iterate:
@@ -1046,9 +1010,9 @@ def _ctime(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%a %b %d %H:%M:%S %Y")
 
 
-def _fail(result: Output, line: str, code: int = 1) -> _Exit:
+def _fail(result: Output, line: str, code: int = 1) -> CommandExit:
     result.err(line)
-    return _Exit(code)
+    return CommandExit(code)
 
 
 def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) -> _Params:
@@ -1059,13 +1023,13 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
         text = value or ""
         if key == "help":
             result.stdout += USAGE
-            raise _Exit(0)
+            raise CommandExit(0)
         if key == "usage":
             result.stdout += USAGE
-            raise _Exit(0)
+            raise CommandExit(0)
         if key == "version":
             result.out(f"slurm {sim.config.version}")
-            raise _Exit(0)
+            raise CommandExit(0)
         if key == "accounts":
             params.accounts = _str_list(text)
         elif key == "noheader":
@@ -1074,7 +1038,7 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
             if _strtol(text)[0] <= 0:
                 result.err(f"{PROG}: error: --iterate={text}")
                 result.err("")
-                raise _Exit(1)
+                raise CommandExit(1)
             params.iterate = True
         elif key == "jobs":
             if value is not None:
@@ -1146,7 +1110,7 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
     if operands:
         result.err(f"{PROG}: error: Unrecognized option: {operands[0]}")
         result.stdout += USAGE
-        raise _Exit(1)
+        raise CommandExit(1)
     if params.step_flag:
         raise _fail(result, f"{PROG}: error: job steps (-s/--steps) are not simulated")
     if params.names is None and (names := env.get("SQUEUE_NAMES")) is not None:
@@ -1227,7 +1191,7 @@ def _state_list(text: str, params: _Params, result: Output) -> None:
             result.err(f"{PROG}: error: Invalid job state specified: {item}")
             result.err(f"{PROG}: error: Valid job states include: {_VALID_STATES}")
             result.err("")
-            raise _Exit(1)
+            raise CommandExit(1)
         states.append(found)
     params.states = states
 
@@ -1257,7 +1221,7 @@ def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
         job = controller.jobs.get(params.jobs[0][0])
         if job is None:
             result.err(f"slurm_load_jobs error: {INVALID_JOB_ID}")
-            raise _Exit(1)
+            raise CommandExit(1)
         candidates: Iterable[Job] = [job]
     elif params.names is not None:
         found: dict[int, Job] = {}
