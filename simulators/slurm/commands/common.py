@@ -1,9 +1,15 @@
-"""What several Slurm commands share: the job state names Slurm's clients know, and the
-exception a command raises to stop with an exit status."""
+"""What several Slurm commands share: the job state names Slurm's clients know, the exception
+a command raises to stop with an exit status, and the runner of byte-writing commands."""
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Final
+
+from simulators.slurm.sim import Output
+
+if TYPE_CHECKING:
+    from simulators.slurm.sim import SlurmSim
 
 STATES: Final = (
     # job_state_num(): the base states, numbered as in slurm.h ...
@@ -43,3 +49,21 @@ class CommandExit(Exception):
     def __init__(self, returncode: int) -> None:
         super().__init__(returncode)
         self.returncode = returncode
+
+
+def run_to_bytes(
+    run: Callable[[SlurmSim, list[str], Mapping[str, str], Output, bytearray], None],
+    sim: SlurmSim,
+    args: list[str],
+    env: Mapping[str, str],
+) -> Output:
+    """Run a command that writes its stdout as bytes (padded and cut byte for byte, as Slurm's
+    C clients do), stopping at :class:`CommandExit` with its status."""
+    result = Output()
+    out = bytearray()
+    try:
+        run(sim, args, env, result, out)
+    except CommandExit as stop:
+        result.returncode = stop.returncode
+    result.stdout = out.decode("utf-8", "surrogateescape") + result.stdout
+    return result

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from simulators.slurm.commands.common import STATES, CommandExit
+from simulators.slurm.commands.common import STATES, CommandExit, run_to_bytes
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse
 from simulators.slurm.commands.squeue import dump_pretty, ranged
 from simulators.slurm.controller import AcctRecord, JobState
@@ -606,14 +606,7 @@ class _Query:
 
 @command(PROG)
 def sacct(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, str]) -> Output:
-    result = Output()
-    out = bytearray()
-    try:
-        _run(sim, args, env, result, out)
-    except CommandExit as stop:
-        result.returncode = stop.returncode
-    result.stdout = out.decode("utf-8", "surrogateescape") + result.stdout
-    return result
+    return run_to_bytes(_run, sim, args, env)
 
 
 def _fail(result: Output, line: str, code: int = 1) -> CommandExit:

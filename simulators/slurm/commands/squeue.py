@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from simulators.slurm.commands.common import BASE_STATES, FLAG_STATES, CommandExit
+from simulators.slurm.commands.common import BASE_STATES, FLAG_STATES, CommandExit, run_to_bytes
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse
 from simulators.slurm.controller import INVALID_JOB_ID, UNAVAILABLE, Job, JobState
 from simulators.slurm.sim import Output, command
@@ -948,14 +948,7 @@ class _Params:
 
 @command(PROG)
 def squeue(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, str]) -> Output:
-    result = Output()
-    out = bytearray()
-    try:
-        _run(sim, args, env, result, out)
-    except CommandExit as stop:
-        result.returncode = stop.returncode
-    result.stdout = out.decode("utf-8", "surrogateescape") + result.stdout
-    return result
+    return run_to_bytes(_run, sim, args, env)
 
 
 def _run(
