@@ -184,6 +184,21 @@ def parse_slurm_comment(text: str) -> SlurmComment:
     )
 
 
+def identity_mismatch(
+    ref_uid: str, ref_submit: int, *, uid: str, submit: int, restart_count: int
+) -> str | None:
+    """Why the object seen under a ref's id is not the ref's object (seed 001, "The identity
+    check"), or None when it is: its name/UID must equal the ref's exactly, and its submit time
+    must equal the ref's, or be the same or later once the scheduler has requeued it."""
+    if uid != ref_uid:
+        return f"it is {uid!r}, not {ref_uid!r}"
+    if submit == ref_submit or (restart_count > 0 and submit >= ref_submit):
+        return None
+    if restart_count > 0:
+        return f"it was submitted at {submit}, before the ref's {ref_submit}"
+    return f"it was submitted at {submit}, not {ref_submit}, and was never requeued"
+
+
 def _epoch_seconds(moment: int | datetime, what: str) -> int:
     if isinstance(moment, datetime):
         if moment.tzinfo is None:
@@ -231,6 +246,7 @@ __all__ = [
     "encode_hold",
     "epoch",
     "execution_env",
+    "identity_mismatch",
     "parse_attempt_id",
     "parse_decimal",
     "parse_execution_env",

@@ -48,6 +48,7 @@ from dispatch_core import (
     Tristate,
     Unsupported,
     VirtualClock,
+    identity_mismatch,
     parse_slurm_comment,
     slurm_comment,
 )
@@ -285,14 +286,15 @@ class MemoryBackend:
         job = self.cluster.live(ref.id) if ref.backend == self.name else None
         if job is None or job.owner != "me":
             raise NotFound(f"{self.name}: no job {ref.id} of yours")
-        if job.uid != ref.uid:
-            raise NotFound(f"{self.name}: job {ref.id} is {job.uid!r}, not {ref.uid!r}")
-        submit = ref.submit_epoch
-        if job.submit != submit and not (job.restart_count > 0 and job.submit >= submit):
-            raise NotFound(
-                f"{self.name}: job {ref.id} was submitted at {job.submit}, not {submit}"
-                + (" (and was never requeued)" if job.restart_count == 0 else "")
-            )
+        mismatch = identity_mismatch(
+            ref.uid,
+            ref.submit_epoch,
+            uid=job.uid,
+            submit=job.submit,
+            restart_count=job.restart_count,
+        )
+        if mismatch is not None:
+            raise NotFound(f"{self.name}: job {ref.id} is not the ref's: {mismatch}")
         return job
 
     def _resolve(self, ref: ObjectRef) -> Job:

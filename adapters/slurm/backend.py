@@ -56,6 +56,7 @@ from dispatch_core import (
     Support,
     WallClock,
     decode_hold,
+    identity_mismatch,
     parse_slurm_comment,
 )
 from dispatch_core.clock import pause
@@ -532,21 +533,24 @@ class SlurmBackend:
         return dict(self._probed)
 
 
+def _mismatch(line: JobLine, ref: ObjectRef) -> str | None:
+    return identity_mismatch(
+        ref.uid,
+        ref.submit_epoch,
+        uid=line.name,
+        submit=line.submit,
+        restart_count=line.restart_count or 0,
+    )
+
+
 def _same_object(line: JobLine, ref: ObjectRef) -> bool:
-    if line.name != ref.uid:
-        return False
-    submit = ref.submit_epoch
-    return line.submit == submit or ((line.restart_count or 0) > 0 and line.submit >= submit)
+    return _mismatch(line, ref) is None
 
 
 def _require_identity(line: JobLine, ref: ObjectRef, cluster: str) -> None:
-    if line.name != ref.uid:
-        raise NotFound(f"{cluster}: job {ref.id} is named {line.name!r}, not {ref.uid!r}")
-    if not _same_object(line, ref):
-        raise NotFound(
-            f"{cluster}: job {ref.id} was submitted at {line.submit}, not {ref.submit_epoch}"
-            + (" and was never requeued" if not line.restart_count else "")
-        )
+    mismatch = _mismatch(line, ref)
+    if mismatch is not None:
+        raise NotFound(f"{cluster}: job {ref.id} is not the ref's: {mismatch}")
 
 
 def _latest_incarnations(rows: list[JobLine]) -> list[JobLine]:

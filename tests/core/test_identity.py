@@ -544,3 +544,25 @@ def test_a_later_hold_number_is_a_later_start_time(submit, hold, step):
     """A new hold takes the next number, which is placed later than the one before."""
     assume(hold + step < 1_000_000)
     assert encode_hold(submit, hold + step) - encode_hold(submit, hold) == step
+
+
+@pytest.mark.parametrize(
+    ("uid", "submit", "restarts", "same"),
+    [
+        ("dj-A", 100, 0, True),  # the same object
+        ("dj-A", 101, 0, False),  # same id and name, another submit: a reused id
+        ("dj-A", 99, 0, False),
+        ("dj-A", 101, 1, True),  # requeued: submit moved forward
+        ("dj-A", 100, 2, True),
+        ("dj-A", 99, 1, False),  # requeue never moves submit back
+        ("dj-a", 100, 0, False),  # the name must match byte for byte
+        ("dj-A,dj-B", 100, 0, False),
+    ],
+)
+def test_the_identity_check_of_seed_001(uid: str, submit: int, restarts: int, same: bool) -> None:
+    from dispatch_core import identity_mismatch
+
+    mismatch = identity_mismatch("dj-A", 100, uid=uid, submit=submit, restart_count=restarts)
+    assert (mismatch is None) is same
+    if not same:
+        assert mismatch
