@@ -200,7 +200,7 @@ def test_a_renamed_job_is_not_the_ref_s() -> None:
     sim, _, backend = cluster()
     ref = backend.start(planned(backend), 1, 1)
     sim.run(["scontrol", "update", f"JobId={ref.id}", f"JobName={ref.uid.lower()}"])
-    with pytest.raises(NotFound, match="is not the ref.s"):
+    with pytest.raises(NotFound, match=r"is not the ref.s"):
         backend.hold(ref)
     backend.stop(ref)
     assert sim.job(int(ref.id)).state in ("PENDING", "RUNNING")  # not cancelled
