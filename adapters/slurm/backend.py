@@ -76,6 +76,7 @@ _ENDED: Final = frozenset(
     }
 )
 _INVALID_ID: Final = "Invalid job id specified"
+SACCT_END: Final = 4_102_444_800  # 2100-01-01: beyond any hold (submit + ten years + 1e6 s)
 
 
 class SlurmBackend:
@@ -231,6 +232,10 @@ class SlurmBackend:
             "-n",
             "-S",
             f"uts{since}",
+            # sacct selects by eligible time, which a requeue or a dispatch hold puts in the
+            # future: without an end far out, the newest row of such a job would be left out.
+            "-E",
+            f"uts{SACCT_END}",
             "-o",
             SACCT_FORMAT,
         ]
