@@ -6,8 +6,10 @@ only when the job has been restarted), runs in its ``--chdir``, and writes to it
 and ``--error`` files (truncated at each start unless ``--open-mode=append``, as slurm-lab §7.12
 saw). An ``srun`` on its PATH starts the command once per task, one after the other, with
 ``SLURM_PROCID``, ``SLURM_LOCALID`` and ``SLURM_NODEID`` set, so a test can read what every rank
-saw. The job then ends with the script's exit status, ``run_for`` virtual seconds after its
-start (1 s unless set), unless something ends it first.
+saw (with ``rank_env_dir``, each task's environment is also written to a directory per
+execution, listed in :attr:`ExecuteMode.recorded`). The job then ends with the script's exit
+status, ``run_for`` virtual seconds after its start (1 s unless set), unless something ends it
+first.
 
 A job submitted with ``--signal`` runs on in real time after its start, waiting for its
 signal: when the cluster's clock reaches the signal's time, the signal is sent (to the batch
@@ -49,6 +51,18 @@ while [ $# -gt 0 ]; do
 done
 tasks=${SLURM_NTASKS:-1}
 per_node=${SLURM_NTASKS_PER_NODE:-$tasks}
+# SLURMSIM_RANK_ENV_DIR (set by ExecuteMode(rank_env_dir=...)): every task's environment is
+# written there first, as <procid>.env (NUL-separated, as env -0 prints it; each file whole
+# once it appears), so that it is recorded even if an earlier task never ends; the tasks never
+# see the variable.
+record=${SLURMSIM_RANK_ENV_DIR-}
+unset SLURMSIM_RANK_ENV_DIR
+i=0
+while [ -n "$record" ] && [ "$i" -lt "$tasks" ]; do
+  SLURM_PROCID=$i SLURM_LOCALID=$((i % per_node)) SLURM_NODEID=$((i / per_node)) \
+    SLURM_STEP_ID=0 env -0 >"$record/$i.tmp" && mv -f "$record/$i.tmp" "$record/$i.env"
+  i=$((i + 1))
+done
 status=0
 i=0
 while [ "$i" -lt "$tasks" ]; do
@@ -64,9 +78,16 @@ class ExecuteMode:
     """Run every started job's script for real. Attach with ``ExecuteMode(sim)``."""
 
     def __init__(
-        self, sim: SlurmSim, timeout: float = 60.0, default_run: int = 1, settle: float = 0.5
+        self,
+        sim: SlurmSim,
+        timeout: float = 60.0,
+        default_run: int = 1,
+        settle: float = 0.5,
+        rank_env_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self.sim = sim
+        self.rank_env_dir = Path(rank_env_dir) if rank_env_dir is not None else None
+        self.recorded: list[RankRecord] = []  # one per execution, with rank_env_dir
         self.settle = settle
         self.timeout = timeout
         self.default_run = default_run
@@ -190,10 +211,16 @@ class ExecuteMode:
         cwd = work_dir if work_dir.is_dir() else Path(tempfile.gettempdir())
         out = open(stdout_path, mode)  # noqa: SIM115  (closed when the process is reaped)
         err = out if stderr_path == stdout_path else open(stderr_path, mode)  # noqa: SIM115
+        env = self.environment(job)
+        if self.rank_env_dir is not None:
+            ranks = self.rank_env_dir / f"{job.job_id}.{job.seq}.{job.restart_count}"
+            ranks.mkdir(parents=True, exist_ok=True)
+            env["SLURMSIM_RANK_ENV_DIR"] = str(ranks)
+            self.recorded.append(RankRecord(job.job_id, job.seq, job.restart_count, ranks))
         process = subprocess.Popen(
             [str(script), *sub.args],
             cwd=cwd,
-            env=self.environment(job),
+            env=env,
             stdout=out,
             stderr=err,
             stdin=subprocess.DEVNULL,
@@ -227,3 +254,33 @@ class _Running:
     files: tuple[IO[str], IO[str]]
     scratch: Path
     started: float
+
+
+@dataclass(frozen=True)
+class RankRecord:
+    """One execution whose tasks' environments were recorded: the job id, the job record's
+    submission sequence number (unique per submission, unlike a reused id), its restart count,
+    and the directory holding ``<procid>.env`` for each task srun started."""
+
+    job_id: int
+    seq: int
+    restart_count: int
+    directory: Path
+
+    def ranks(self) -> list[dict[str, str]]:
+        """The environment each task saw, in SLURM_PROCID order (none if srun never ran)."""
+        found = []
+        for path in self.directory.glob("*.env"):
+            if path.stem.isdigit():
+                found.append((int(path.stem), parse_env0(path.read_bytes())))
+        return [env for _, env in sorted(found, key=lambda pair: pair[0])]
+
+
+def parse_env0(data: bytes) -> dict[str, str]:
+    """``env -0`` output as a dictionary."""
+    env = {}
+    for entry in data.decode("utf-8", "surrogateescape").split("\0"):
+        name, sep, value = entry.partition("=")
+        if sep and name:
+            env[name] = value
+    return env

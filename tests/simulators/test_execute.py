@@ -106,3 +106,35 @@ def test_a_pre_termination_signal_reaches_the_batch_shell(tmp_path: Path) -> Non
     assert (tmp_path / "sig.out").read_text() == f"got USR1 at {job}\n"
     sim.advance(2)
     assert sim.controller.records(job)[-1].state == "COMPLETED"
+
+
+def test_rank_environments_are_recorded_per_execution(tmp_path: Path) -> None:
+    sim = SlurmSim(SlurmConfig(nodes=("n1", "n2"), cpus_per_node=4, requeue_delay=5))
+    mode = ExecuteMode(sim, default_run=100, rank_env_dir=tmp_path / "ranks")
+    job = submit(sim, tmp_path, "--job-name=dj-ENV", "--nodes=2", "--ntasks-per-node=2")
+    sim.advance(1)
+    assert sim.run(["scontrol", "requeue", str(job)]).returncode == 0
+    sim.advance(130)
+    assert [(r.job_id, r.restart_count) for r in mode.recorded] == [(job, 0), (job, 1)]
+    assert mode.recorded[0].seq == mode.recorded[1].seq == sim.job(job).seq
+    first, second = (record.ranks() for record in mode.recorded)
+    assert [env["SLURM_PROCID"] for env in first] == ["0", "1", "2", "3"]
+    assert [env["SLURM_NODEID"] for env in first] == ["0", "0", "1", "1"]
+    assert all(env["X"] == "from-submit" and env["SLURM_JOB_ID"] == str(job) for env in first)
+    assert "SLURM_RESTART_COUNT" not in first[0] and second[0]["SLURM_RESTART_COUNT"] == "1"
+    assert all("SLURMSIM_RANK_ENV_DIR" not in env for env in first + second)
+    # The tasks themselves ran as before.
+    output = (tmp_path / f"dj-ENV-{job}.out").read_text()
+    assert "rank 3 of 4" in output
+
+
+def test_a_value_with_a_newline_survives_the_record(tmp_path: Path) -> None:
+    sim = SlurmSim()
+    mode = ExecuteMode(sim, rank_env_dir=tmp_path / "ranks")
+    script = tmp_path / "nl.sh"
+    script.write_text("#!/bin/sh\nexport Y='a\nb=c'\nsrun true\n")
+    done = sim.run(["sbatch", "--parsable", f"--chdir={tmp_path}", str(script)])
+    sim.advance(1)
+    [record] = mode.recorded
+    assert record.job_id == int(done.stdout)
+    assert record.ranks()[0]["Y"] == "a\nb=c"
