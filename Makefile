@@ -13,15 +13,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The conformance suite against the built-in memory and simulator harnesses, then the
+# capability matrix it wrote; the exit status is the suite's (1 when a check fails).
 demo: $(STAMP)
-	$(BIN)/dispatch-demo
+	@rm -f reports/matrix.md
+	$(BIN)/dispatch-conformance run --harness memory-slurm --harness memory-kubeflow --harness slurm-sim --harness slurm-sim-nocomment --report-dir reports; \
+	status=$$?; \
+	if [ -f reports/matrix.md ]; then echo; cat reports/matrix.md; fi; \
+	exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict dispatch_core adapters simulators
+	$(BIN)/mypy --strict dispatch_core adapters simulators conformance
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest

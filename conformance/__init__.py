@@ -13,6 +13,7 @@ from conformance.checks import (
     run_check,
 )
 from conformance.harness import CannotInject, FaultInjector, Harness
+from conformance.plugin import suite_for
 
 __all__ = [
     "CannotInject",
@@ -28,4 +29,5 @@ __all__ = [
     "check",
     "checks",
     "run_check",
+    "suite_for",
 ]

@@ -1,17 +1,55 @@
-"""Capability (``CAP-``): the adapter's answers, and make_plan's decisions on them (seed 000)."""
+"""Capability (``CAP-``): the adapter's answers, and make_plan's decisions on them (seed 000).
+
+- the fourteen answers, AttemptInjection yes, one rule answer per rule in policy order;
+- every make_plan decision on the adapter's actual answers: each capability a spec can need
+  (proceed on yes, Unsupported with the reason otherwise), each rule (an enforcer per the seed,
+  or a refusal), the native offer's consistency, the identity weakening recorded;
+- a declared yes verified by behaviour: the working directory, the ranks per node, the output
+  path and holds are honoured. A declared yes that behaviour contradicts fails, never skips.
+"""
 
 from __future__ import annotations
 
-from conformance.checks import Context, Tier, check
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from conformance.checks import CheckFailed, Context, Skip, Tier, check
+from conformance.harness import CannotInject
 from dispatch_core import (
+    IMAGE,
+    OUTPUT,
     Capability,
+    Conflict,
+    DispatchError,
+    Enforcer,
+    Holder,
+    IdentityWeakener,
+    JobSpec,
+    NativeOffer,
+    NativePolicyCompiler,
+    NotFound,
+    ObjectRef,
+    Observation,
+    OutputReader,
+    PlanOption,
     Policy,
+    Rejected,
     Rule,
     RuleKind,
     RuleSupport,
+    State,
     Support,
     Tristate,
+    Unsupported,
+    accept_unenforced,
+    accept_unverified,
     capabilities,
+    needed_capabilities,
+    with_supervisor,
 )
 
 SEED_000 = "seed 000"
@@ -70,3 +108,729 @@ def rules_in_order(ctx: Context) -> None:
         )
     empty = list(ctx.backend.rules(Policy()))
     ctx.expect(empty == [], f"answered {len(empty)} rule supports for an empty policy")
+
+
+# -- make_plan on each capability a spec can need (seed 000, "How Submit uses the answers") ----
+
+SUBMIT_CLAUSE = f"{SEED_000}, How Submit uses the answers"
+RULE_CLAUSE = f"{SEED_000}, Rule support"
+IDENTITY_CLAUSE = f"{SEED_000}, Execution identity"
+BEHAVIOUR_CLAUSE = f"{SEED_000}, Capabilities and support; DESIGN §6: a declared yes is verified"
+
+SPEC_NEEDED: tuple[Capability, ...] = (
+    Capability.CONTAINER_IMAGE,
+    Capability.ATTEMPT_INJECTION,
+    Capability.WORKING_DIRECTORY,
+    Capability.PROCS_PER_NODE,
+    Capability.OUTPUT_PATH,
+)
+"""The five capabilities a spec can need, in the seed table's order."""
+
+
+def needing(capability: Capability) -> dict[str, object]:
+    """JobSpec fields that make a spec need ``capability`` (none for AttemptInjection, which
+    every spec needs)."""
+    fields: dict[Capability, dict[str, object]] = {
+        Capability.CONTAINER_IMAGE: {"extensions": {IMAGE: "docker.io/library/busybox:1.36"}},
+        Capability.ATTEMPT_INJECTION: {},
+        Capability.WORKING_DIRECTORY: {"work_dir": "/tmp"},
+        Capability.PROCS_PER_NODE: {"procs_per_node": 2},
+        Capability.OUTPUT_PATH: {"extensions": {OUTPUT: "/tmp/dispatch-conformance.out"}},
+    }
+    return fields[capability]
+
+
+def describe(spec: JobSpec) -> str:
+    """The spec's fields that make it need something, for a failure message."""
+    parts = []
+    if spec.extensions:
+        parts.append(f"extensions={dict(spec.extensions)}")
+    if spec.work_dir is not None:
+        parts.append(f"work_dir={spec.work_dir!r}")
+    if spec.nodes != 1:
+        parts.append(f"nodes={spec.nodes}")
+    if spec.procs_per_node:
+        parts.append(f"procs_per_node={spec.procs_per_node}")
+    return "a spec with " + ", ".join(parts) if parts else "a plain spec"
+
+
+def answer_for(ctx: Context, spec: JobSpec | None, capability: Capability) -> Support:
+    """The adapter's answer for ``capability`` for ``spec`` (a capability left out is unknown)."""
+    answer = ctx.backend.capabilities(spec).get(capability, Support())
+    what = describe(spec) if spec is not None else "no spec"
+    ctx.expect(
+        isinstance(answer, Support),
+        f"answered {capability} for {what} with {type(answer).__name__}, not a Support",
+    )
+    return answer
+
+
+def refusing(ctx: Context, spec: JobSpec) -> tuple[Capability, Support] | None:
+    """The first capability ``spec`` needs whose answer the seed refuses on, with that answer:
+    no, or unknown for a capability not visible on failure."""
+    for capability in needed_capabilities(spec):
+        answer = answer_for(ctx, spec, capability)
+        if answer.value is Tristate.YES:
+            continue
+        if answer.value is Tristate.UNKNOWN and capability.visible_on_failure:
+            continue
+        return capability, answer
+    return None
+
+
+def expect_capability_decision(
+    ctx: Context, spec: JobSpec, capability: Capability, *options: PlanOption
+) -> bool:
+    """make_plan on ``spec`` proceeds exactly when the seed's decision on the adapter's answers
+    says so, and otherwise refuses with Unsupported naming the capability and carrying the
+    answer's reason. Returns whether it proceeded; a plan made is started, and start must not
+    refuse what the adapter answered yes for."""
+    needed = needed_capabilities(spec)
+    ctx.expect(
+        capability in needed and Capability.ATTEMPT_INJECTION in needed,
+        f"the core says {describe(spec)} needs {', '.join(needed)}, "
+        f"not {capability} and AttemptInjection",
+    )
+    answer = answer_for(ctx, spec, capability)
+    refusal = refusing(ctx, spec)
+    policy = Policy(rules=(Rule(kind=RuleKind.RESUBMIT),)) if options else None
+    try:
+        plan = ctx.plan(spec, policy, *options)
+    except Unsupported as refused:
+        text = str(refused)
+        if refusal is None:
+            ctx.fail(
+                f"answered {capability} {answer.value} for {describe(spec)}, yet make_plan "
+                f"refused it: {text}"
+            )
+            return False
+        blocked, why = refusal
+        ctx.expect(
+            str(blocked) in text,
+            f"make_plan refused {describe(spec)} without naming {blocked} "
+            f"(answered {why.value}): {text}",
+        )
+        ctx.expect(
+            why.reason in text,
+            f"make_plan refused {describe(spec)} for {blocked} without the answer's reason "
+            f"{why.reason!r}: {text}",
+        )
+        return False
+    if refusal is not None:
+        blocked, why = refusal
+        ctx.fail(
+            f"answered {blocked} {why.value} for {describe(spec)}, yet make_plan proceeded "
+            "(it must refuse with Unsupported)"
+        )
+    ctx.expect(
+        plan.capabilities.get(capability) == answer,
+        f"the plan records {capability} as {plan.capabilities.get(capability)!r}, "
+        f"not the adapter's answer {answer!r}",
+    )
+    ctx.expect(
+        plan.unverified == (),
+        f"the plan lists {', '.join(plan.unverified)} as unverified for {describe(spec)}",
+    )
+    try:
+        ctx.start(plan)
+    except (Unsupported, Rejected) as refused:
+        ctx.fail(
+            f"answered {capability} yes for {describe(spec)}, but start refused the plan: "
+            f"{type(refused).__name__}: {refused}"
+        )
+    return True
+
+
+@check(
+    "CAP-004",
+    clause=f"{SUBMIT_CLAUSE}: ContainerImage, needed when the spec carries dispatch.Image",
+)
+def container_image_decision(ctx: Context) -> None:
+    """dispatch.Image proceeds exactly on ContainerImage yes, else Unsupported with the reason."""
+    capability = Capability.CONTAINER_IMAGE
+    expect_capability_decision(ctx, ctx.spec(**needing(capability)), capability)
+
+
+@check("CAP-005", clause=f"{SUBMIT_CLAUSE}: WorkingDirectory, needed when JobSpec.WorkDir is set")
+def working_directory_decision(ctx: Context) -> None:
+    """work_dir proceeds exactly on WorkingDirectory yes, else Unsupported with the reason."""
+    capability = Capability.WORKING_DIRECTORY
+    expect_capability_decision(ctx, ctx.spec(**needing(capability)), capability)
+
+
+@check("CAP-006", clause=f"{SUBMIT_CLAUSE}: ProcsPerNode, needed when JobSpec.ProcsPerNode > 0")
+def procs_per_node_decision(ctx: Context) -> None:
+    """procs_per_node > 0 proceeds exactly on ProcsPerNode yes, else Unsupported with the reason."""
+    capability = Capability.PROCS_PER_NODE
+    expect_capability_decision(ctx, ctx.spec(**needing(capability)), capability)
+
+
+@check(
+    "CAP-007", clause=f"{SUBMIT_CLAUSE}: OutputPath, needed when the spec carries dispatch.Output"
+)
+def output_path_decision(ctx: Context) -> None:
+    """dispatch.Output proceeds exactly on OutputPath yes, else Unsupported with the reason."""
+    capability = Capability.OUTPUT_PATH
+    expect_capability_decision(ctx, ctx.spec(**needing(capability)), capability)
+
+
+@check("CAP-008", clause=f"{SUBMIT_CLAUSE}: AttemptInjection, needed always; nothing waives it")
+def attempt_injection_decision(ctx: Context) -> None:
+    """Every spec needs AttemptInjection, answered yes; no option waives a refusal."""
+    capability = Capability.ATTEMPT_INJECTION
+    every_option = (
+        with_supervisor(),
+        accept_unenforced(0),
+        accept_unverified(0, Enforcer.SUPERVISOR),
+    )
+    specs = [ctx.spec(), ctx.spec(nodes=2)]
+    specs += [ctx.spec(**needing(c)) for c in SPEC_NEEDED if c is not capability]
+    for spec in specs[:2]:
+        expect_capability_decision(ctx, spec, capability)
+        expect_capability_decision(ctx, spec, capability, *every_option)
+    for spec in specs:
+        answer = answer_for(ctx, spec, capability)
+        ctx.expect(
+            answer.value is Tristate.YES,
+            f"answered AttemptInjection {answer.value} for {describe(spec)} "
+            f"(reason {answer.reason!r}): every rank of every execution must see the four "
+            "DISPATCH_ variables, and nothing waives it",
+        )
+
+
+# -- make_plan on the rules (seed 000, "Rule support") ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Options:
+    """A set of make_plan's rule options, as the oracle below reads them."""
+
+    supervisor: bool = False
+    unenforced: frozenset[int] = frozenset()
+    unverified: Mapping[int, Enforcer] = field(default_factory=dict)
+
+    def plan_options(self) -> list[PlanOption]:
+        chosen: list[PlanOption] = [with_supervisor()] if self.supervisor else []
+        chosen += [accept_unenforced(i) for i in sorted(self.unenforced)]
+        chosen += [accept_unverified(i, e) for i, e in sorted(self.unverified.items())]
+        return chosen
+
+    def __str__(self) -> str:
+        parts = ["with_supervisor()"] if self.supervisor else []
+        parts += [f"accept_unenforced({i})" for i in sorted(self.unenforced)]
+        parts += [f"accept_unverified({i}, {e})" for i, e in sorted(self.unverified.items())]
+        return ", ".join(parts) or "no options"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the seed's Rule support section decides: enforcers, or a refusal at a rule."""
+
+    enforcers: tuple[Enforcer, ...] = ()
+    unverified: tuple[int, ...] = ()
+    refusal: type[DispatchError] | None = None
+    rule: int | None = None
+    why: str = ""
+    inconsistent: str = ""
+
+
+def native_offer(ctx: Context, policy: Policy) -> tuple[set[int], str | None]:
+    """The rules the adapter's native offer includes (none under a shared checkpoint or without
+    the interface), and why make_plan must refuse the offer when it is inconsistent."""
+    backend = ctx.backend
+    if policy.shared_checkpoint or not isinstance(backend, NativePolicyCompiler):
+        return set(), None
+    native = list(backend.native(policy))
+    performs = [s.perform for s in backend.rules(policy)]
+    if len(native) != len(policy.rules) or len(performs) != len(policy.rules):
+        return set(), "the native answers do not count one per rule"
+    for index, answer in enumerate(native):
+        if answer.value is Tristate.YES and performs[index].value is not Tristate.YES:
+            return set(), f"rule {index} is native yes but its perform is not yes"
+    offer = backend.compile(policy)
+    chosen = set(offer.rules)
+    for index in chosen:
+        if index >= len(native) or native[index].value is not Tristate.YES:
+            return chosen, f"the offer compiles rule {index}, which is not native yes"
+    return chosen, None
+
+
+def decide(
+    performs: Sequence[Support], native: set[int], options: Options, inconsistent: str | None
+) -> Decision:
+    """The seed's decision: no → Unsupported; unknown → Unsupported unless accept_unverified
+    names an enforcer; yes → backend if native, else supervisor with with_supervisor(), else
+    nobody with accept_unenforced, else Rejected. An inconsistent native offer is Rejected."""
+    if inconsistent is not None:
+        return Decision(refusal=Rejected, inconsistent=inconsistent)
+    enforcers: list[Enforcer] = []
+    unverified: list[int] = []
+    for index, perform in enumerate(performs):
+        if perform.value is Tristate.NO:
+            return Decision(refusal=Unsupported, rule=index, why=perform.reason)
+        if perform.value is Tristate.UNKNOWN:
+            enforcer = options.unverified.get(index)
+            if enforcer is None:
+                return Decision(refusal=Unsupported, rule=index, why=perform.reason)
+            if enforcer is Enforcer.BACKEND and index not in native:
+                return Decision(refusal=Rejected, rule=index)
+            enforcers.append(enforcer)
+            unverified.append(index)
+        elif index in native:
+            enforcers.append(Enforcer.BACKEND)
+        elif options.supervisor:
+            enforcers.append(Enforcer.SUPERVISOR)
+        elif index in options.unenforced:
+            enforcers.append(Enforcer.NOBODY)
+        else:
+            return Decision(refusal=Rejected, rule=index)
+    return Decision(tuple(enforcers), tuple(unverified))
+
+
+def expect_rule_decision(ctx: Context, policy: Policy, options: Options) -> None:
+    """make_plan on ``policy`` with ``options`` decides what the seed decides on the adapter's
+    own answers."""
+    performs = [s.perform for s in ctx.backend.rules(policy)]
+    ctx.expect(
+        len(performs) == len(policy.rules),
+        f"answered {len(performs)} rule supports for a policy of {len(policy.rules)} rules",
+    )
+    native, inconsistent = native_offer(ctx, policy)
+    expected = decide(performs, native, options, inconsistent)
+    kinds = ", ".join(str(r.kind) for r in policy.rules)
+    shared = " under a shared checkpoint" if policy.shared_checkpoint else ""
+    asked = f"the policy [{kinds}]{shared} with {options}"
+    answered = ", ".join(str(p.value) for p in performs)
+    try:
+        plan = ctx.plan(ctx.spec(), policy, *options.plan_options())
+    except (Unsupported, Rejected) as refused:
+        if expected.refusal is None:
+            ctx.fail(
+                f"make_plan refused {asked} with {type(refused).__name__} ({refused}), although "
+                f"the rules were answered [{answered}]: the seed assigns "
+                f"{', '.join(expected.enforcers)}"
+            )
+            return
+        ctx.expect(
+            type(refused) is expected.refusal,
+            f"make_plan refused {asked} with {type(refused).__name__} ({refused}), not "
+            f"{expected.refusal.__name__} (rules answered [{answered}])",
+        )
+        ctx.expect(
+            expected.why in str(refused),
+            f"make_plan refused {asked} without the perform answer's reason {expected.why!r}: "
+            f"{refused}",
+        )
+        return
+    if expected.refusal is not None:
+        where = f" at rule {expected.rule}" if expected.rule is not None else ""
+        ctx.fail(
+            f"make_plan accepted {asked} (enforcers {', '.join(plan.enforcers)}), but the seed "
+            f"refuses it with {expected.refusal.__name__}{where}: rules answered [{answered}]"
+            + (
+                f"; the native offer is inconsistent: {expected.inconsistent}"
+                if expected.inconsistent
+                else ""
+            )
+        )
+    ctx.expect(
+        plan.enforcers == expected.enforcers,
+        f"make_plan assigned [{', '.join(plan.enforcers)}] for {asked}, not "
+        f"[{', '.join(expected.enforcers)}] (rules answered [{answered}], native {sorted(native)})",
+    )
+    ctx.expect(
+        plan.unverified_rules == expected.unverified,
+        f"the plan lists unverified rules {plan.unverified_rules} for {asked}, "
+        f"not {expected.unverified}",
+    )
+    if policy.shared_checkpoint:
+        ctx.expect(
+            plan.native is None,
+            f"the plan carries a native offer {plan.native!r} under a shared checkpoint",
+        )
+
+
+def single_rule_options() -> list[Options]:
+    return [
+        Options(),
+        Options(supervisor=True),
+        Options(unenforced=frozenset({0})),
+        Options(unverified={0: Enforcer.SUPERVISOR}),
+        Options(unverified={0: Enforcer.BACKEND}),
+        Options(supervisor=True, unenforced=frozenset({0}), unverified={0: Enforcer.SUPERVISOR}),
+    ]
+
+
+@check("CAP-009", clause=f"{RULE_CLAUSE}: the Perform table, one rule at a time")
+def rule_decisions(ctx: Context) -> None:
+    """Each rule alone: no refused whatever the options, unknown only if accepted, yes enforced."""
+    for kind in RuleKind:
+        for shared in (False, True):
+            policy = Policy(rules=(Rule(kind=kind, budget=2),), shared_checkpoint=shared)
+            for options in single_rule_options():
+                expect_rule_decision(ctx, policy, options)
+
+
+def performable(ctx: Context) -> list[RuleKind]:
+    """The rule kinds the adapter does not answer no for, alone."""
+    return [
+        kind
+        for kind in RuleKind
+        if ctx.backend.rules(Policy(rules=(Rule(kind=kind),)))[0].perform.value is not Tristate.NO
+    ]
+
+
+def orders(kinds: Sequence[RuleKind]) -> list[list[RuleKind]]:
+    """The kinds in their order, reversed, and rotated: an answer tied to a position shows."""
+    forward = list(kinds)
+    rotated = forward[2:] + forward[:2]
+    distinct: list[list[RuleKind]] = []
+    for order in (forward, forward[::-1], rotated):
+        if order not in distinct:
+            distinct.append(order)
+    return distinct
+
+
+@check("CAP-010", clause=f"{RULE_CLAUSE}: one RuleSupport per rule, in policy order")
+def mixed_rule_decisions(ctx: Context) -> None:
+    """Each rule of a mixed policy is answered and decided as alone, whatever its position."""
+    alone = {
+        kind: ctx.backend.rules(Policy(rules=(Rule(kind=kind),)))[0].perform for kind in RuleKind
+    }
+    for kinds in (list(RuleKind), performable(ctx)):
+        for order in orders(kinds):
+            policy = Policy(rules=tuple(Rule(kind=k) for k in order))
+            answers = [s.perform for s in ctx.backend.rules(policy)]
+            ctx.expect(
+                len(answers) == len(order),
+                f"answered {len(answers)} rule supports for a policy of {len(order)} rules",
+            )
+            for index, (kind, answer) in enumerate(zip(order, answers, strict=True)):
+                ctx.expect(
+                    answer.value is alone[kind].value,
+                    f"answered {kind} {alone[kind].value} alone but {answer.value} at position "
+                    f"{index} of [{', '.join(order)}]: answers are not in policy order",
+                )
+            every = range(len(order))
+            for options in (
+                Options(),
+                Options(supervisor=True),
+                Options(
+                    supervisor=True,
+                    unenforced=frozenset(every),
+                    unverified={i: Enforcer.SUPERVISOR for i in every},
+                ),
+                Options(
+                    unenforced=frozenset(every), unverified={i: Enforcer.NOBODY for i in every}
+                ),
+            ):
+                expect_rule_decision(ctx, policy, options)
+
+
+def sample_policies(ctx: Context) -> list[Policy]:
+    """Each kind alone, every kind in order and reversed, with budgets from the check's seed."""
+    policies = [Policy(rules=(Rule(kind=k, budget=ctx.rng.randint(1, 5)),)) for k in RuleKind]
+    for order in orders(list(RuleKind))[:2]:
+        policies.append(
+            Policy(rules=tuple(Rule(kind=k, budget=ctx.rng.randint(0, 9)) for k in order))
+        )
+    return policies
+
+
+@check("CAP-011", clause=f"{RULE_CLAUSE}: a NativePolicyCompiler's offer")
+def native_offer_consistency(ctx: Context) -> None:
+    """A native offer answers per rule and compiles only native-yes rules, each performable."""
+    backend = ctx.backend
+    if not isinstance(backend, NativePolicyCompiler):
+        raise Skip(
+            "the adapter is not a NativePolicyCompiler: it enforces no rule natively, and "
+            "make_plan asks it nothing"
+        )
+    for policy in sample_policies(ctx):
+        kinds = f"[{', '.join(str(r.kind) for r in policy.rules)}]"
+        native = list(backend.native(policy))
+        ctx.expect(
+            len(native) == len(policy.rules),
+            f"native() answered {len(native)} times for a policy of {len(policy.rules)} rules "
+            f"{kinds}",
+        )
+        ctx.expect(
+            all(isinstance(a, Support) for a in native),
+            f"native() answered something other than Support values for {kinds}",
+        )
+        performs = [s.perform for s in backend.rules(policy)]
+        for index, answer in enumerate(native):
+            ctx.expect(
+                answer.value is not Tristate.YES or performs[index].value is Tristate.YES,
+                f"native() answers rule {index} ({policy.rules[index].kind}) yes, but its "
+                f"perform is {performs[index].value}: a native yes must be performable",
+            )
+        offer = backend.compile(policy)
+        ctx.expect(
+            isinstance(offer, NativeOffer),
+            f"compile() returned {type(offer).__name__}, not a NativeOffer",
+        )
+        ctx.expect(
+            len(set(offer.rules)) == len(offer.rules),
+            f"compile() offers rule indices {offer.rules} for {kinds}: an index twice",
+        )
+        yes = {i for i, a in enumerate(native) if a.value is Tristate.YES}
+        extra = sorted(set(offer.rules) - yes)
+        ctx.expect(
+            not extra,
+            f"compile() offers rules {extra} of {kinds}, which native() did not answer yes "
+            f"(native yes: {sorted(yes)})",
+        )
+        if any(p.value is Tristate.NO for p in performs):
+            continue
+        unknown = {
+            i: Enforcer.SUPERVISOR for i, p in enumerate(performs) if p.value is Tristate.UNKNOWN
+        }
+        plan = ctx.plan(
+            ctx.spec(), policy, with_supervisor(), *Options(unverified=unknown).plan_options()
+        )
+        ctx.expect(
+            plan.native == offer,
+            f"the plan records the native offer {plan.native!r}, not compile()'s {offer!r}",
+        )
+        shared = Policy(rules=policy.rules, shared_checkpoint=True)
+        plan = ctx.plan(
+            ctx.spec(), shared, with_supervisor(), *Options(unverified=unknown).plan_options()
+        )
+        ctx.expect(
+            plan.native is None and Enforcer.BACKEND not in plan.enforcers,
+            f"under a shared checkpoint the plan carries native offer {plan.native!r} and "
+            f"enforcers {plan.enforcers}: nothing is native then",
+        )
+
+
+@check("CAP-012", clause=f"{IDENTITY_CLAUSE}: IdentityWeakener and Plan.IdentityWeakened")
+def identity_weakening_recorded(ctx: Context) -> None:
+    """The plan records an IdentityWeakener's answer; without one the field is absent."""
+    backend = ctx.backend
+    specs = [ctx.spec(), ctx.spec(nodes=2)]
+    specs += [
+        ctx.spec(**needing(c))
+        for c in SPEC_NEEDED
+        if c is not Capability.ATTEMPT_INJECTION and refusing(ctx, ctx.spec(**needing(c))) is None
+    ]
+    for spec in specs:
+        if refusing(ctx, spec) is not None:
+            continue
+        plan = ctx.plan(spec)
+        record = plan.model_dump()
+        if isinstance(backend, IdentityWeakener):
+            answer = backend.identity_weakened(spec)
+            ctx.expect(
+                isinstance(answer, str),
+                f"identity_weakened() answered {answer!r} for {describe(spec)}, not a str",
+            )
+            ctx.expect(
+                plan.identity_weakened == answer,
+                f"the plan records identity_weakened {plan.identity_weakened!r} for "
+                f"{describe(spec)}, not the adapter's answer {answer!r}",
+            )
+            ctx.expect(
+                record.get("identity_weakened") == answer,
+                f"the plan's record carries identity_weakened {record.get('identity_weakened')!r} "
+                f"for {describe(spec)}, not {answer!r}",
+            )
+        else:
+            ctx.expect(
+                plan.identity_weakened is None and "identity_weakened" not in record,
+                f"the adapter is no IdentityWeakener, yet the plan's record carries "
+                f"identity_weakened {record.get('identity_weakened')!r} for {describe(spec)}",
+            )
+
+
+# -- a declared yes verified by behaviour ----------------------------------------------------------
+
+
+def declared_yes(ctx: Context, spec: JobSpec, capability: Capability) -> None:
+    """Skip unless the adapter answers yes for ``capability`` for ``spec``."""
+    answer = answer_for(ctx, spec, capability)
+    if answer.value is not Tristate.YES:
+        reason = f": {answer.reason}" if answer.reason else ""
+        raise Skip(f"adapter declares {capability} {answer.value}{reason}")
+
+
+def executions_of(ctx: Context, spec: JobSpec, what: str) -> tuple[ObjectRef, list[dict[str, str]]]:
+    """Start ``spec``, let it run (the harness's let_run), and the environment each rank of its
+    first execution saw."""
+    ref = ctx.start(ctx.plan(spec))
+    ctx.faults.let_run(ref)
+
+    def first() -> list[dict[str, str]] | None:
+        runs = ctx.executions(ref)
+        return runs[0] if runs else None
+
+    return ref, ctx.wait_until(first, f"the first execution of {what}", 120.0)
+
+
+def scratch_dir() -> str:
+    """A fresh directory on this machine, removed by the caller."""
+    return tempfile.mkdtemp(prefix="dispatch-conformance-")
+
+
+@check("CAP-013", clause=f"{BEHAVIOUR_CLAUSE}: WorkingDirectory, JobSpec.WorkDir is honoured")
+def working_directory_honoured(ctx: Context) -> None:
+    """A declared WorkingDirectory yes is honoured: every rank runs in work_dir."""
+    work_dir = scratch_dir()
+    try:
+        spec = ctx.spec(work_dir=work_dir)
+        declared_yes(ctx, spec, Capability.WORKING_DIRECTORY)
+        _ref, ranks = executions_of(ctx, spec, f"a job with work_dir={work_dir!r}")
+        seen = [env.get("PWD") for env in ranks]
+        if all(pwd is None for pwd in seen):
+            raise CannotInject("executions' working directory (no rank's environment has PWD)")
+        wanted = os.path.realpath(work_dir)
+        wrong = [
+            (rank, pwd)
+            for rank, pwd in enumerate(seen)
+            if pwd is not None and os.path.realpath(pwd) != wanted
+        ]
+        ctx.expect(
+            not wrong,
+            f"declares WorkingDirectory yes, but ranks ran in "
+            f"{', '.join(f'rank {r}: {p!r}' for r, p in wrong)}, not work_dir {work_dir!r}",
+        )
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+
+
+@check("CAP-014", clause=f"{BEHAVIOUR_CLAUSE}: ProcsPerNode, JobSpec.ProcsPerNode is honoured")
+def procs_per_node_honoured(ctx: Context) -> None:
+    """A declared ProcsPerNode yes is honoured: N nodes of P procs per node run N*P ranks."""
+    nodes, per_node = 2, 2
+    spec = ctx.spec(nodes=nodes, procs_per_node=per_node)
+    declared_yes(ctx, spec, Capability.PROCS_PER_NODE)
+    _ref, ranks = executions_of(ctx, spec, f"a job of {nodes} nodes x {per_node} procs")
+    ctx.expect(
+        len(ranks) == nodes * per_node,
+        f"declares ProcsPerNode yes, but a job of {nodes} nodes with procs_per_node={per_node} "
+        f"ran {len(ranks)} rank(s), not {nodes * per_node}",
+    )
+
+
+@check("CAP-015", clause=f"{BEHAVIOUR_CLAUSE}: OutputPath, the dispatch.Output extension")
+def output_path_honoured(ctx: Context) -> None:
+    """A declared OutputPath yes is honoured: the output lands at the dispatch.Output path."""
+    directory = scratch_dir()
+    try:
+        path = os.path.join(directory, "output.txt")
+        marker = f"dispatch-conformance-{ctx.job_id()}"
+        spec = ctx.spec(command=("echo", marker), extensions={OUTPUT: path})
+        declared_yes(ctx, spec, Capability.OUTPUT_PATH)
+        backend = ctx.backend
+        if not isinstance(backend, OutputReader):
+            raise Skip(
+                "the adapter is not an OutputReader: the suite cannot read where a job's "
+                "output went"
+            )
+        ref = ctx.start(ctx.plan(spec))
+        ctx.faults.let_run(ref)
+        with contextlib.suppress(CannotInject):  # else the harness runs it to its end itself
+            ctx.faults.finish(ref, 0)
+
+        def landed() -> bool:
+            return os.path.exists(path) and marker in _text(path)
+
+        def read_back() -> str:
+            try:
+                return backend.read_output(ref).decode("utf-8", "replace")
+            except (NotFound, Unsupported):
+                return ""
+
+        def appeared() -> bool | None:
+            return landed() or marker in read_back() or None
+
+        try:
+            ctx.wait_until(appeared, "the job's output", 60.0)
+        except CheckFailed:
+            raise Skip(
+                f"no output appeared at {path!r} nor through read_output: the harness does not "
+                "run job commands, so where output lands cannot be seen"
+            ) from None
+        if landed():
+            return
+        ctx.fail(
+            f"declares OutputPath yes, but the output ({marker!r}) was readable through "
+            f"read_output while nothing of it landed at the dispatch.Output path {path!r}"
+        )
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def pending(ctx: Context, ref: ObjectRef) -> Observation:
+    """``open(ref)`` of a freshly started object, which must still be pending to be held."""
+    seen = ctx.backend.open(ref)
+    if seen.state not in (State.QUEUED, State.HELD):
+        raise Skip(f"the object started before it could be held (it is {seen.state})")
+    return seen
+
+
+def releasing(holder: Holder, ref: ObjectRef, number: int) -> Callable[[], None]:
+    return lambda: holder.release(ref, number)
+
+
+@check("CAP-016", clause=f"{BEHAVIOUR_CLAUSE}: Hold, as Holder requires")
+def holds_work(ctx: Context) -> None:
+    """A declared Hold yes is honoured: numbered, survives a reopen, refuses other numbers."""
+    ctx.require(Capability.HOLD)
+    backend = ctx.backend
+    if not isinstance(backend, Holder):
+        ctx.fail("declares Hold yes, but does not implement Holder (hold, release)")
+        return
+    ref = ctx.start()
+    pending(ctx, ref)
+    number = backend.hold(ref)
+    ctx.expect(
+        isinstance(number, int) and not isinstance(number, bool) and number > 0,
+        f"hold() returned {number!r}, not a positive hold number",
+    )
+    seen = backend.open(ref)
+    ctx.expect(
+        seen.state is State.HELD and seen.hold == number,
+        f"after hold() returned {number}, open() shows the object {seen.state} with hold "
+        f"{seen.hold}, not held with hold {number}",
+    )
+    other = ctx.reopen()
+    ctx.expect(
+        isinstance(other, Holder),
+        f"the reopened adapter ({type(other).__name__}) does not implement Holder",
+    )
+    assert isinstance(other, Holder)
+    seen = other.open(ref)
+    ctx.expect(
+        seen.state is State.HELD and seen.hold == number,
+        f"after a reopen, open() shows the object {seen.state} with hold {seen.hold}: "
+        f"hold {number} did not survive the reopen",
+    )
+    for wrong in (number + 1, number - 1):
+        if wrong <= 0:
+            continue
+        ctx.expect_raises(
+            Conflict,
+            releasing(other, ref, wrong),
+            f"release(ref, {wrong}) of hold {number}",
+        )
+    seen = other.open(ref)
+    ctx.expect(
+        seen.state is State.HELD and seen.hold == number,
+        f"after refused releases naming other numbers, the object is {seen.state} with hold "
+        f"{seen.hold}, not still held with hold {number}",
+    )
+    other.release(ref, number)
+    seen = other.open(ref)
+    ctx.expect(
+        seen.state is not State.HELD and seen.hold is None,
+        f"after release(ref, {number}), open() shows the object {seen.state} with hold {seen.hold}",
+    )

@@ -1,0 +1,362 @@
+"""Deliberately broken adapters: the proof that the suites have teeth.
+
+Each entry of :data:`CATALOGUE` is the memory adapter (Slurm shape) wrong in exactly one way,
+with a harness factory of the same name, so that any of them can be named where a harness is
+expected::
+
+    dispatch-conformance run --harness conformance.broken:case_insensitive_find
+    pytest --dispatch-harness=conformance.broken:lenient_comment_parser
+
+A conforming suite fails every one of them with a message that names the rule broken;
+``tests/conformance/test_kill_rate.py`` checks that and prints the kill rate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from adapters.memory import MemoryBackend, MemoryCluster
+from adapters.memory.cluster import Execution, Job
+from conformance.harness import Harness
+from conformance.harnesses.memory import MemoryHarness
+from dispatch_core import (
+    Backend,
+    Capability,
+    Conflict,
+    ExecutionIdentity,
+    HoldBase,
+    HoldBound,
+    JobID,
+    JobSpec,
+    NotFound,
+    ObjectRef,
+    Observation,
+    Plan,
+    Policy,
+    Rejected,
+    RuleKind,
+    RuleSupport,
+    State,
+    Support,
+    VirtualClock,
+    slurm_comment,
+)
+
+# -- broken schedulers (the memory adapter's cluster side) ---------------------------------------
+
+
+class EpochIgnoresRestarts(MemoryCluster):
+    """DISPATCH_ATTEMPT and DISPATCH_EPOCH leave out the restart count: every execution of a
+    requeued object runs under the identity of its first (baked in at submit)."""
+
+    def _identity(self, job: Job) -> ExecutionIdentity | None:
+        identity = super()._identity(job)
+        if identity is None:
+            return None
+        return ExecutionIdentity(identity.job, identity.submission, identity.native_id, 0)
+
+
+class SecondRankLosesEpoch(MemoryCluster):
+    """The second rank of every execution does not see DISPATCH_EPOCH (the variable is exported
+    to the batch step only, not to every task)."""
+
+    def start_execution(self, job: Job) -> Execution:
+        execution = super().start_execution(job)
+        if len(execution.ranks) > 1:
+            execution.ranks[1].pop("DISPATCH_EPOCH", None)
+        return execution
+
+
+class RequeueKeepsSubmit(MemoryCluster):
+    """A requeue leaves the object's submit time where it was (the adapter reports the
+    original submit time instead of the scheduler's current one)."""
+
+    def requeue(self, job: Job) -> None:
+        submit = job.submit
+        super().requeue(job)
+        job.submit = submit
+
+
+# -- broken adapters ------------------------------------------------------------------------------
+
+
+class CaseInsensitiveFind(MemoryBackend):
+    """find trusts the scheduler's name match, which ignores case."""
+
+    def find(self, job_id: JobID) -> list[Observation]:
+        self.cluster.tick()
+        wanted = job_id.discovery_name().lower()
+        names = {j.name for j in [*self.cluster.jobs.values(), *self.cluster.history]}
+        found: list[Job] = []
+        for name in sorted(names):
+            if name.lower() == wanted:
+                found += self.cluster.named(name)
+        return [self._observe(job) for job in found]
+
+
+class FindDropsForeign(MemoryBackend):
+    """find leaves out the objects it reports foreign, instead of reporting them."""
+
+    def find(self, job_id: JobID) -> list[Observation]:
+        return [seen for seen in super().find(job_id) if not seen.foreign]
+
+
+_LENIENT: Final = re.compile(r"\s*dispatch\s*:\s*s\s*=\s*\+?(\d+)\s*;\s*a\s*=\s*\+?(\d+)\s*", re.I)
+
+
+class LenientCommentParser(MemoryBackend):
+    """The comment parser accepts leading zeros, signs, spaces and any case
+    (``dispatch:s=01;a=1`` reads as submission 1)."""
+
+    @staticmethod
+    def _lenient(comment: str | None) -> tuple[int, int] | None:
+        match = _LENIENT.fullmatch(comment or "")
+        return (int(match[1]), int(match[2])) if match else None
+
+    def _carried(self, job: Job) -> int | None:
+        parsed = self._lenient(self.cluster.shown_comment(job))
+        return parsed[0] if parsed else None
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        parsed = self._lenient(self.cluster.shown_comment(job))
+        if not seen.foreign or parsed is None:
+            return seen
+        return seen.model_copy(
+            update={"foreign": False, "submission": parsed[0], "attempt": parsed[1]}
+        )
+
+
+class ReleaseIgnoresNumber(MemoryBackend):
+    """release frees whatever hold the object carries, whatever number it is asked to release."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if job.hold_number() is None:
+            raise Conflict(f"{self.name}: {ref.id} carries no hold (asked to release {hold})")
+        self.cluster.release_value(job)
+
+
+class StopByNameOnly(MemoryBackend):
+    """stop cancels by name alone (``scancel --name``): every live object of the job, whatever
+    its id or submit time, instead of the one the ref names."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        self.cluster.tick()
+        for job in list(self.cluster.jobs.values()):
+            if job.owner == "me" and job.uid == ref.uid and not job.ended:
+                self.cluster.cancel(job)
+
+
+class StopByIdOnly(MemoryBackend):
+    """stop cancels whatever has the ref's id (``scancel <id>``), without the identity check."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        self.cluster.tick()
+        job = self.cluster.live(ref.id)
+        if job is not None and not job.ended:
+            self.cluster.cancel(job)
+
+
+class WriteWithoutIdentityCheck(MemoryBackend):
+    """hold and requeue act on whatever job of the user's has the ref's id: no name or submit
+    time comparison before the write."""
+
+    def _by_id(self, ref: ObjectRef) -> Job:
+        job = self.cluster.live(ref.id)
+        if job is None or job.owner != "me":
+            raise NotFound(f"{self.name}: no job {ref.id} of yours")
+        return job
+
+    def hold(self, ref: ObjectRef) -> int:
+        self.cluster.tick()
+        job = self._by_id(ref)
+        if job.state is not State.QUEUED:
+            raise Rejected(f"{self.name}: {ref.id} is {job.state.value}; only a pending job")
+        number = job.holds_placed + 1
+        self.cluster.hold_value(job, number)
+        return number
+
+    def requeue(self, ref: ObjectRef) -> None:
+        self.cluster.tick()
+        job = self._by_id(ref)
+        if job.state in (State.QUEUED, State.HELD):
+            raise Rejected(f"{self.name}: {ref.id} is pending; only a started job is requeued")
+        job.requeue_flag = True
+        self.cluster.requeue(job)
+
+
+class StartNotIdempotent(MemoryBackend):
+    """A start retried after a lost reply submits again: two objects for one submission."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        self.cluster.tick()
+        if plan.backend != self.name:
+            raise Rejected(f"the plan was made for {plan.backend!r}, not {self.name!r}")
+        comment = slurm_comment(submission, attempt)
+        # No search for an object an earlier start of this submission made.
+        self.cluster.timed_out("start")
+        job = self.cluster.submit(plan.job.discovery_name(), comment, plan.spec, plan.job)
+        self.cluster.lost_reply("start")
+        return self._ref(job)
+
+
+class NoAttemptInjection(MemoryBackend):
+    """capabilities leaves AttemptInjection out of its answers (so it is unknown)."""
+
+    def capabilities(self, spec: JobSpec | None) -> dict[Capability, Support]:
+        answers = super().capabilities(spec)
+        del answers[Capability.ATTEMPT_INJECTION]
+        return answers
+
+
+class RulesInTableOrder(MemoryBackend):
+    """rules answers in the adapter's own table order, not in the policy's."""
+
+    def rules(self, policy: Policy) -> list[RuleSupport]:
+        order = list(RuleKind)
+        kinds = sorted((r.kind for r in policy.rules), key=order.index)
+        return [RuleSupport(perform=self._rules[kind]) for kind in kinds]
+
+
+class HoldKeptInProcess(MemoryBackend):
+    """The hold number lives in the adapter instance: the scheduler only sees a far-future
+    start time that carries no number, so the hold does not survive a reopen."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._holds: dict[tuple[str, str, int], int] = {}
+
+    @staticmethod
+    def _key(job: Job) -> tuple[str, str, int]:
+        return job.native_id, job.uid, job.submit
+
+    def hold(self, ref: ObjectRef) -> int:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if job.state is not State.QUEUED:
+            raise Rejected(f"{self.name}: {ref.id} is {job.state.value}; only a pending job")
+        number = job.holds_placed + 1
+        job.holds_placed = number
+        job.eligible = job.submit + HoldBase + HoldBound + 1
+        self._holds[self._key(job)] = number
+        return number
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        carried = self._holds.get(self._key(job)) if job.state is State.QUEUED else None
+        if carried != hold:
+            raise Conflict(f"{self.name}: {ref.id} carries hold {carried}, not {hold}")
+        del self._holds[self._key(job)]
+        job.eligible = self.cluster.now()
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        carried = self._holds.get(self._key(job)) if job.state is State.QUEUED else None
+        if carried is None:
+            return seen
+        return seen.model_copy(update={"state": State.HELD, "hold": carried})
+
+
+# -- the catalogue and its harnesses ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Broken:
+    """One broken adapter: its name, the one thing wrong with it, and how it is built."""
+
+    name: str
+    fault: str
+    backend: type[MemoryBackend] = MemoryBackend
+    cluster: type[MemoryCluster] = MemoryCluster
+
+    def harness(self) -> BrokenHarness:
+        return BrokenHarness(self)
+
+
+class BrokenHarness(MemoryHarness):
+    """The memory harness (Slurm shape) around one broken adapter; reopen keeps it broken."""
+
+    def __init__(self, broken: Broken) -> None:
+        super().__init__("slurm")
+        self.broken = broken
+        self.name = f"conformance.broken:{broken.name}"
+
+    def new_backend(self) -> Backend:
+        options: dict[str, Any] = {"max_job_id": 50, "min_job_age": 60.0}
+        cluster = self.broken.cluster(
+            shape="slurm", clock=VirtualClock(), name=f"broken-{self.broken.name}", **options
+        )
+        return self.broken.backend("slurm", cluster=cluster)
+
+    def reopen(self, backend: Backend) -> Backend:
+        if not isinstance(backend, MemoryBackend):
+            raise TypeError(f"the broken harness was given {type(backend).__name__}")
+        init: dict[str, Any] = dict(backend._init)
+        return type(backend)(**init, cluster=backend.cluster)
+
+
+CATALOGUE: Final[Sequence[Broken]] = (
+    Broken("case_insensitive_find", CaseInsensitiveFind.__doc__ or "", CaseInsensitiveFind),
+    Broken("release_ignores_number", ReleaseIgnoresNumber.__doc__ or "", ReleaseIgnoresNumber),
+    Broken("stop_by_name_only", StopByNameOnly.__doc__ or "", StopByNameOnly),
+    Broken("stop_by_id_only", StopByIdOnly.__doc__ or "", StopByIdOnly),
+    Broken(
+        "write_without_identity_check",
+        WriteWithoutIdentityCheck.__doc__ or "",
+        WriteWithoutIdentityCheck,
+    ),
+    Broken(
+        "epoch_ignores_restarts",
+        EpochIgnoresRestarts.__doc__ or "",
+        cluster=EpochIgnoresRestarts,
+    ),
+    Broken("lenient_comment_parser", LenientCommentParser.__doc__ or "", LenientCommentParser),
+    Broken(
+        "second_rank_loses_epoch",
+        SecondRankLosesEpoch.__doc__ or "",
+        cluster=SecondRankLosesEpoch,
+    ),
+    Broken("find_drops_foreign", FindDropsForeign.__doc__ or "", FindDropsForeign),
+    Broken("requeue_keeps_submit", RequeueKeepsSubmit.__doc__ or "", cluster=RequeueKeepsSubmit),
+    Broken("no_attempt_injection", NoAttemptInjection.__doc__ or "", NoAttemptInjection),
+    Broken("rules_in_table_order", RulesInTableOrder.__doc__ or "", RulesInTableOrder),
+    Broken("hold_kept_in_process", HoldKeptInProcess.__doc__ or "", HoldKeptInProcess),
+    Broken("start_not_idempotent", StartNotIdempotent.__doc__ or "", StartNotIdempotent),
+)
+"""Every broken adapter, each wrong in exactly one way."""
+
+BY_NAME: Final = {broken.name: broken for broken in CATALOGUE}
+
+
+def _factory(name: str) -> Callable[[], Harness]:
+    def factory() -> Harness:
+        return BY_NAME[name].harness()
+
+    factory.__name__ = name
+    factory.__doc__ = f"The harness of the broken adapter {name}: {BY_NAME[name].fault}"
+    return factory
+
+
+case_insensitive_find = _factory("case_insensitive_find")
+release_ignores_number = _factory("release_ignores_number")
+stop_by_name_only = _factory("stop_by_name_only")
+stop_by_id_only = _factory("stop_by_id_only")
+write_without_identity_check = _factory("write_without_identity_check")
+epoch_ignores_restarts = _factory("epoch_ignores_restarts")
+lenient_comment_parser = _factory("lenient_comment_parser")
+second_rank_loses_epoch = _factory("second_rank_loses_epoch")
+find_drops_foreign = _factory("find_drops_foreign")
+requeue_keeps_submit = _factory("requeue_keeps_submit")
+no_attempt_injection = _factory("no_attempt_injection")
+rules_in_table_order = _factory("rules_in_table_order")
+hold_kept_in_process = _factory("hold_kept_in_process")
+start_not_idempotent = _factory("start_not_idempotent")
+
+
+__all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenHarness", *BY_NAME]

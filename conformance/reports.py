@@ -1,0 +1,436 @@
+"""The reports one run produces: ``report.json``, ``junit.xml`` and ``matrix.md`` in a report
+directory, and the closing line ``N passed, N failed, N skipped``.
+
+Results come as :class:`~conformance.checks.Result` values or as their ``as_dict()`` (the
+pytest plugin gets them back as dictionaries from pytest-xdist workers). Capability answers
+come per harness as :class:`~conformance.runner.Answers`.
+
+Nothing in a report comes from the environment: no environment variables, host names, user
+names or command lines. What adapters say (reasons) is written as said, except that the value
+of any environment variable whose name looks like a secret (``*TOKEN*``, ``*PASSWORD*``,
+``*SECRET*``, ``*KEY*``, ...) is replaced by ``<redacted>`` should an adapter echo it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from conformance.checks import Result
+from conformance.runner import Answers
+from dispatch_core import Capability, Support, capabilities
+
+JSON_NAME = "report.json"
+JUNIT_NAME = "junit.xml"
+MATRIX_NAME = "matrix.md"
+PREFLIGHT_JSON = "preflight.json"
+PREFLIGHT_MD = "preflight.md"
+OUTCOMES = ("passed", "failed", "skipped")
+
+Row = Mapping[str, object]
+
+
+def rows(results: Iterable[Result | Row]) -> list[dict[str, object]]:
+    """Results as dictionaries (``Result.as_dict()``), in the order given."""
+    return [dict(r.as_dict()) if isinstance(r, Result) else dict(r) for r in results]
+
+
+def totals(results: Iterable[Result | Row]) -> dict[str, int]:
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for row in rows(results):
+        outcome = str(row.get("outcome", ""))
+        counts[outcome] = counts.get(outcome, 0) + 1
+    counts["total"] = sum(counts[o] for o in OUTCOMES)
+    return counts
+
+
+def closing_line(results: Iterable[Result | Row]) -> str:
+    """``N passed, N failed, N skipped``."""
+    counts = totals(results)
+    return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)
+
+
+def tool_version() -> str:
+    try:
+        return version("dispatch-kit")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunInfo:
+    """What a run was: its harnesses (label and spec), seed, tier and check selection."""
+
+    runner: str
+    harnesses: list[tuple[str, str]]
+    seed: int
+    tier: str
+    selection: list[str] = field(default_factory=list)
+    started: str = field(default_factory=now)
+    finished: str = ""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "tool": "dispatch-conformance",
+            "version": tool_version(),
+            "runner": self.runner,
+            "python": platform.python_version(),
+            "started": self.started,
+            "finished": self.finished or now(),
+            "seed": self.seed,
+            "tier": self.tier,
+            "checks": list(self.selection),
+            "harnesses": [{"label": label, "spec": spec} for label, spec in self.harnesses],
+        }
+
+
+# -- secrets ---------------------------------------------------------------------------------
+
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|API_?KEY|PRIVATE|AUTH|_KEY$")
+
+
+def _secrets() -> list[str]:
+    found = {
+        value
+        for name, value in os.environ.items()
+        if _SECRET_NAME.search(name.upper()) and len(value) >= 6
+    }
+    return sorted(found, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Sequence[str] | None = None) -> str:
+    """``text`` with the value of every secret-looking environment variable redacted."""
+    for secret in _secrets() if secrets is None else secrets:
+        text = text.replace(secret, "<redacted>")
+    return text
+
+
+def _scrubbed(value: object, secrets: Sequence[str]) -> object:
+    if isinstance(value, str):
+        return scrub(value, secrets)
+    if isinstance(value, dict):
+        return {k: _scrubbed(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v, secrets) for v in value]
+    return value
+
+
+# -- capability answers ----------------------------------------------------------------------
+
+
+def support_dict(support: Support) -> dict[str, str]:
+    return {
+        "value": support.value.value,
+        "source": support.source.value,
+        "reason": support.reason,
+    }
+
+
+def answers_dict(answers: Mapping[Capability, Support]) -> dict[str, dict[str, str]]:
+    """Answers in the seed's capability order (unanswered ones left out)."""
+    return {c.value: support_dict(answers[c]) for c in capabilities() if c in answers}
+
+
+def capability_table(answers: Mapping[Capability, Support]) -> str:
+    """A plain-text table: capability, value, source, reason (for a terminal)."""
+    lines = [("capability", "value", "source", "reason")]
+    for capability in capabilities():
+        support = answers.get(capability)
+        if support is None:
+            lines.append((capability.value, "-", "-", "not answered"))
+        else:
+            lines.append(
+                (capability.value, support.value.value, support.source.value, support.reason)
+            )
+    widths = [max(len(line[i]) for line in lines) for i in range(3)]
+    return "\n".join(
+        f"{c:<{widths[0]}}  {v:<{widths[1]}}  {s:<{widths[2]}}  {r}".rstrip()
+        for c, v, s, r in lines
+    )
+
+
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def matrix_markdown(
+    answers: Sequence[Answers],
+    results: Iterable[Result | Row] = (),
+    title: str = "Capability matrix",
+) -> str:
+    """Harness by capability, each cell ``value (source)`` with a note number; the notes table
+    below gives each reason (identical reasons share a note). With ``results``, a last row
+    gives each harness's check totals."""
+    secrets = _secrets()
+    notes: dict[str, int] = {}
+
+    def note(reason: str) -> str:
+        reason = _cell(scrub(reason, secrets))
+        if not reason:
+            return ""
+        number = notes.setdefault(reason, len(notes) + 1)
+        return f" [{number}]"
+
+    header = ["capability", *(_cell(a.label) for a in answers)]
+    out = [
+        f"# {title}",
+        "",
+        "Each cell is `value (source)`; [n] is the note that gives the adapter's reason.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+    ]
+    for capability in capabilities():
+        cells = [capability.value]
+        for harness in answers:
+            support = harness.answers.get(capability)
+            if support is None:
+                cells.append("—" + note(harness.note) if harness.note else "not answered")
+            else:
+                cells.append(
+                    f"{support.value.value} ({support.source.value}){note(support.reason)}"
+                )
+        out.append("| " + " | ".join(cells) + " |")
+    listed = rows(results)
+    if listed:
+        cells = ["**checks**"]
+        for harness in answers:
+            own = [r for r in listed if r.get("harness") == harness.label]
+            cells.append(closing_line(own) if own else "not run")
+        out.append("| " + " | ".join(cells) + " |")
+    if notes:
+        out += ["", "| note | reason |", "|---|---|"]
+        out += [f"| [{number}] | {reason} |" for reason, number in notes.items()]
+    return "\n".join(out) + "\n"
+
+
+# -- the run reports -------------------------------------------------------------------------
+
+
+def report_json(
+    results: Iterable[Result | Row], answers: Sequence[Answers], info: RunInfo
+) -> dict[str, object]:
+    listed = rows(results)
+    harnesses = [label for label, _ in info.harnesses]
+    document: dict[str, object] = {
+        "run": info.as_dict(),
+        "totals": totals(listed),
+        "totals_by_harness": {
+            h: totals(r for r in listed if r.get("harness") == h) for h in harnesses
+        },
+        "results": listed,
+        "capabilities": {
+            a.label: {"answers": answers_dict(a.answers), "note": a.note} for a in answers
+        },
+    }
+    scrubbed = _scrubbed(document, _secrets())
+    assert isinstance(scrubbed, dict)
+    return scrubbed
+
+
+_XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml(text: object, secrets: Sequence[str]) -> str:
+    return _XML_ILLEGAL.sub("\N{REPLACEMENT CHARACTER}", scrub(str(text), secrets))
+
+
+def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> str:
+    """JUnit XML: one testsuite per harness, one testcase per check with the properties
+    ``harness``, ``check``, ``seed`` (and ``rule``, ``clause``); a failure or a skip carries
+    the reason."""
+    secrets = _secrets()
+    listed = rows(results)
+    order = [label for label, _ in info.harnesses] if info else []
+    for row in listed:
+        if str(row.get("harness")) not in order:
+            order.append(str(row.get("harness")))
+    counts = totals(listed)
+    root = ET.Element(
+        "testsuites",
+        name="dispatch-conformance",
+        tests=str(counts["total"]),
+        failures=str(counts["failed"]),
+        errors="0",
+        skipped=str(counts["skipped"]),
+        time=f"{sum(_duration(r) for r in listed):.3f}",
+    )
+    for harness in order:
+        own = [r for r in listed if str(r.get("harness")) == harness]
+        own_counts = totals(own)
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=_xml(harness, secrets),
+            tests=str(own_counts["total"]),
+            failures=str(own_counts["failed"]),
+            errors="0",
+            skipped=str(own_counts["skipped"]),
+            time=f"{sum(_duration(r) for r in own):.3f}",
+            timestamp=info.started if info else now(),
+        )
+        props = ET.SubElement(suite, "properties")
+        ET.SubElement(props, "property", name="harness", value=_xml(harness, secrets))
+        if info is not None:
+            ET.SubElement(props, "property", name="seed", value=str(info.seed))
+            ET.SubElement(props, "property", name="tier", value=info.tier)
+        for row in own:
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                classname=f"dispatch.conformance.{_xml(harness, secrets)}",
+                name=_xml(row.get("id"), secrets),
+                time=f"{_duration(row):.3f}",
+            )
+            case_props = ET.SubElement(case, "properties")
+            for name, key in (
+                ("harness", "harness"),
+                ("check", "id"),
+                ("seed", "seed"),
+                ("rule", "rule"),
+                ("clause", "clause"),
+            ):
+                ET.SubElement(case_props, "property", name=name, value=_xml(row.get(key), secrets))
+            reason = _xml(row.get("reason", ""), secrets)
+            if row.get("outcome") == "failed":
+                failure = ET.SubElement(
+                    case, "failure", message=reason.splitlines()[0] if reason else "failed"
+                )
+                failure.text = reason
+            elif row.get("outcome") == "skipped":
+                ET.SubElement(case, "skipped", message=reason)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def _duration(row: Row) -> float:
+    value = row.get("duration", 0.0)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def write_reports(
+    report_dir: str | os.PathLike[str],
+    results: Iterable[Result | Row],
+    answers: Sequence[Answers],
+    info: RunInfo,
+    *,
+    junit: bool = True,
+) -> list[Path]:
+    """Write ``report.json``, ``junit.xml`` (unless ``junit`` is false) and ``matrix.md``
+    into ``report_dir`` (created if missing); returns the paths written."""
+    listed = rows(results)
+    info.finished = info.finished or now()
+    directory = Path(report_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [directory / JSON_NAME]
+    written[0].write_text(json.dumps(report_json(listed, answers, info), indent=2) + "\n")
+    if junit:
+        written.append(directory / JUNIT_NAME)
+        written[-1].write_text(junit_xml(listed, info))
+    written.append(directory / MATRIX_NAME)
+    written[-1].write_text(matrix_markdown(answers, listed))
+    return written
+
+
+def write_matrix(report_dir: str | os.PathLike[str], answers: Sequence[Answers]) -> list[Path]:
+    """The capability matrix alone: ``matrix.md`` and ``matrix.json``."""
+    directory = Path(report_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    markdown = directory / MATRIX_NAME
+    markdown.write_text(matrix_markdown(answers))
+    document = {
+        "tool": "dispatch-conformance",
+        "version": tool_version(),
+        "written": now(),
+        "capabilities": {
+            a.label: {"answers": answers_dict(a.answers), "note": a.note} for a in answers
+        },
+    }
+    data = directory / "matrix.json"
+    data.write_text(json.dumps(_scrubbed(document, _secrets()), indent=2) + "\n")
+    return [markdown, data]
+
+
+def write_preflight(
+    report_dir: str | os.PathLike[str],
+    label: str,
+    answers: Mapping[Capability, Support],
+    *,
+    probed: bool,
+    backend: str,
+    progress: Sequence[str] = (),
+    note: str = "",
+) -> list[Path]:
+    """A preflight's capability table: ``preflight.json`` and ``preflight.md``."""
+    secrets = _secrets()
+    directory = Path(report_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    document = {
+        "tool": "dispatch-conformance",
+        "version": tool_version(),
+        "written": now(),
+        "harness": label,
+        "backend": backend,
+        "probed": probed,
+        "note": note,
+        "progress": list(progress),
+        "capabilities": answers_dict(answers),
+    }
+    data = directory / PREFLIGHT_JSON
+    data.write_text(json.dumps(_scrubbed(document, secrets), indent=2) + "\n")
+    lines = [
+        f"# Preflight: {_cell(label)}",
+        "",
+        note
+        or (
+            f"Probed on the live cluster through `{backend}`; answers with source `probed` come "
+            "from the probes, the others are the adapter's own."
+        ),
+        "",
+        "| capability | value | source | reason |",
+        "|---|---|---|---|",
+    ]
+    for capability in capabilities():
+        support = answers.get(capability)
+        if support is None:
+            lines.append(f"| {capability.value} | — | — | not answered |")
+        else:
+            reason = _cell(scrub(support.reason, secrets))
+            lines.append(
+                f"| {capability.value} | {support.value.value} | {support.source.value} "
+                f"| {reason} |"
+            )
+    markdown = directory / PREFLIGHT_MD
+    markdown.write_text("\n".join(lines) + "\n")
+    return [data, markdown]
+
+
+__all__ = [
+    "JSON_NAME",
+    "JUNIT_NAME",
+    "MATRIX_NAME",
+    "RunInfo",
+    "capability_table",
+    "closing_line",
+    "junit_xml",
+    "matrix_markdown",
+    "report_json",
+    "rows",
+    "scrub",
+    "totals",
+    "write_matrix",
+    "write_preflight",
+    "write_reports",
+]

@@ -1,0 +1,129 @@
+"""What the two runners (``conformance.plugin`` and ``conformance.cli``) share: loading the
+harnesses a run names, running one check on one of them, and asking each harness's backend
+for its capability answers (for the matrix).
+
+A harness is named on the command line by a registered name (``memory-slurm``) or a
+``module:factory`` path. Results and reports call it by its *label*: the registered name, or
+the harness's own ``name`` for a factory (its spec when the harness leaves ``name`` unset);
+the replay command in a failure always repeats the spec as given, so it can be pasted back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from conformance.checks import Check, Result, Skip, replay_command, run_check
+from conformance.harness import CannotInject, Harness
+from conformance.harnesses import HarnessError, load_harness
+from dispatch_core import Capability, Support
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line (messages from harness factories may span several)."""
+    return " ".join(text.split())
+
+
+@dataclass
+class Loaded:
+    """One harness of a run: the spec it was named by, its label, and the harness."""
+
+    spec: str
+    label: str
+    harness: Harness
+
+    def run(self, check: Check, seed: int) -> Result:
+        """Run ``check`` on this harness; the result is labelled, and its replay command names
+        the harness as the run did."""
+        result = run_check(check, self.harness, seed)
+        replay = replay_command(self.spec, check.id, seed)
+        reason = result.reason.replace(result.replay, replay) if result.replay else result.reason
+        return dataclasses.replace(result, harness=self.label, reason=reason, replay=replay)
+
+    def close(self) -> str:
+        """Close the harness; returns a one-line complaint when closing failed, else ''."""
+        try:
+            self.harness.close()
+        except Exception as error:
+            return f"closing harness {self.label} failed: {type(error).__name__}: {error}"
+        return ""
+
+
+def load(spec: str) -> Harness:
+    """:func:`load_harness`, with any failure (an import that raises, a factory that
+    crashes) turned into a one-line :class:`HarnessError`."""
+    try:
+        return load_harness(spec)
+    except HarnessError as error:
+        raise HarnessError(one_line(str(error))) from None
+    except Exception as error:
+        raise HarnessError(
+            one_line(f"harness {spec!r} failed to load: {type(error).__name__}: {error}")
+        ) from None
+
+
+def load_all(specs: Sequence[str]) -> list[Loaded]:
+    """Load every harness ``specs`` names, in order; labels are made unique. On an error the
+    harnesses already loaded are closed and the :class:`HarnessError` propagates."""
+    loaded: list[Loaded] = []
+    taken: set[str] = set()
+    try:
+        for spec in specs:
+            harness = load(spec)
+            label = _label(spec, harness)
+            unique, n = label, 2
+            while unique in taken:
+                unique, n = f"{label}-{n}", n + 1
+            taken.add(unique)
+            loaded.append(Loaded(spec, unique, harness))
+    except HarnessError:
+        for done in loaded:
+            done.close()
+        raise
+    return loaded
+
+
+def _label(spec: str, harness: Harness) -> str:
+    if ":" not in spec:
+        return spec
+    name = getattr(harness, "name", "") or ""
+    return name if isinstance(name, str) and name and name != "unnamed" else spec
+
+
+@dataclass
+class Answers:
+    """A harness's capability answers, or why there are none (``note``)."""
+
+    label: str
+    answers: dict[Capability, Support] = field(default_factory=dict)
+    note: str = ""
+
+
+def capability_answers(loaded: Loaded) -> Answers:
+    """The answers of a fresh backend of ``loaded`` to ``capabilities(None)``."""
+    try:
+        backend = loaded.harness.new_backend()
+        answers = dict(backend.capabilities(None))
+    except (Skip, CannotInject) as skipped:
+        return Answers(loaded.label, note=one_line(f"skipped: {skipped}"))
+    except Exception as error:
+        return Answers(loaded.label, note=one_line(f"no answers: {type(error).__name__}: {error}"))
+    return Answers(loaded.label, answers)
+
+
+def close_all(loaded: Iterable[Loaded]) -> list[str]:
+    """Close every harness; the complaints of those that failed to close."""
+    return [c for c in (h.close() for h in loaded) if c]
+
+
+__all__ = [
+    "Answers",
+    "HarnessError",
+    "Loaded",
+    "capability_answers",
+    "close_all",
+    "load",
+    "load_all",
+    "one_line",
+]

@@ -1,0 +1,282 @@
+"""Hold (``HOLD-``): numbered holds that survive a reopen and refuse a release naming another
+instance, as ``Holder`` requires (seed 000, the Hold capability; seed 001; DESIGN §4).
+
+Every check is skipped unless the adapter declares Hold ``yes``; an adapter that declares it
+but does not implement ``Holder`` fails, since behaviour contradicts a declared yes."""
+
+from __future__ import annotations
+
+from conformance.checks import CheckFailed, Context, check
+from conformance.harness import CannotInject
+from conformance.suites.identity import (
+    as_holder,
+    back_in_queue,
+    call,
+    end_and_reuse_next,
+    long_spec,
+    look,
+    occupied,
+    requeue_somehow,
+    run,
+)
+from dispatch_core import (
+    Capability,
+    Conflict,
+    DispatchError,
+    HoldBound,
+    Holder,
+    NotFound,
+    ObjectRef,
+    Observation,
+    Rejected,
+    State,
+)
+from dispatch_core.clock import pause
+
+SEED_000_HOLD = "seed 000, Hold"
+SEED_001 = "seed 001"
+DESIGN_HOLDS = "DESIGN §4, Slurm holds"
+
+HELD_WAIT = 30.0
+"""Seconds a held object is watched: long enough for a scheduler to start an eligible one."""
+
+
+def holder_of(ctx: Context) -> Holder:
+    """The adapter as a Holder; skipped unless it declares Hold yes, failed if it does but
+    implements no Holder."""
+    ctx.require(Capability.HOLD)
+    holder = as_holder(ctx)
+    if holder is None:
+        raise CheckFailed("declares Hold yes but does not implement Holder (hold and release)")
+    return holder
+
+
+def held(ctx: Context, holder: Holder, ref: ObjectRef, when: str = "") -> int:
+    """Place a hold on the pending object and see it read back through open."""
+    number = call(ctx, f"hold({ref.id}){when}", lambda: holder.hold(ref))
+    ctx.expect(
+        isinstance(number, int) and not isinstance(number, bool) and number > 0,
+        f"hold({ref.id}){when} returned {number!r}, not a positive hold number",
+    )
+    seen = look(ctx, ref, f"after hold {number}{when}")
+    ctx.expect(
+        (seen.state, seen.hold) == (State.HELD, number),
+        f"open after hold {number}{when} showed the object {seen.state} with hold {seen.hold}",
+    )
+    return number
+
+
+def expect_conflict(ctx: Context, holder: Holder, ref: ObjectRef, number: int, why: str) -> None:
+    """``release(ref, number)`` is refused with Conflict, and leaves the object as it was."""
+    before = look(ctx, ref, f"before release {number} ({why})")
+    ctx.expect_raises(
+        Conflict, lambda: holder.release(ref, number), f"release({ref.id}, {number}) ({why})"
+    )
+    after = look(ctx, ref, f"after the refused release {number} ({why})")
+    ctx.expect(
+        (after.state, after.hold) == (before.state, before.hold),
+        f"the refused release {number} ({why}) changed the object from {before.state} with "
+        f"hold {before.hold} to {after.state} with hold {after.hold}",
+    )
+
+
+@check("HOLD-001", clause=f"{SEED_000_HOLD}: place and release a numbered hold")
+def placed_and_released(ctx: Context) -> None:
+    """A numbered hold keeps the object from running until it is released; then it can run."""
+    holder = holder_of(ctx)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    number = held(ctx, holder, ref)
+    pause(ctx.clock, HELD_WAIT)
+    seen = look(ctx, ref, f"{HELD_WAIT:.0f} s after hold {number}")
+    ctx.expect(
+        (seen.state, seen.hold) == (State.HELD, number),
+        f"open {HELD_WAIT:.0f} s after hold {number} showed the object {seen.state} "
+        f"with hold {seen.hold}",
+    )
+    try:
+        executions = ctx.executions(ref)
+    except CannotInject:
+        executions = []  # a harness that cannot show executions: the state alone tells
+    ctx.expect(not executions, f"the held object ran {len(executions)} time(s) while held")
+    call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
+    seen = look(ctx, ref, f"after release {number}")
+    ctx.expect(
+        seen.state is not State.HELD and seen.hold is None,
+        f"open after release {number} showed the object {seen.state} with hold {seen.hold}",
+    )
+    run(ctx, ref)
+
+
+@check("HOLD-002", clause=f"{SEED_000_HOLD}: a hold survives Open")
+def survives_reopen(ctx: Context) -> None:
+    """A hold survives reopen: a new adapter instance sees it by number and can release it."""
+    holder = holder_of(ctx)
+    plan = ctx.plan(long_spec(ctx))
+    ref = ctx.start(plan)
+    number = held(ctx, holder, ref)
+    reopened = ctx.reopen()
+    if not isinstance(reopened, Holder):
+        raise CheckFailed("reopen gave an adapter instance that does not implement Holder")
+    seen = call(ctx, f"open({ref.id}) by the reopened adapter", lambda: reopened.open(ref))
+    ctx.expect(
+        (seen.state, seen.hold) == (State.HELD, number),
+        f"the reopened adapter's open showed the object {seen.state} with hold {seen.hold}, "
+        f"not held with hold {number}",
+    )
+    listed = {
+        o.ref.id: o
+        for o in call(
+            ctx, f"find({plan.job}) by the reopened adapter", lambda: reopened.find(plan.job)
+        )
+    }
+    shown = listed.get(ref.id)
+    ctx.expect(shown is not None, f"the reopened adapter's find did not return {ref.id}")
+    assert shown is not None
+    ctx.expect(
+        (shown.state, shown.hold) == (State.HELD, number),
+        f"the reopened adapter's find showed the object {shown.state} with hold {shown.hold}, "
+        f"not held with hold {number}",
+    )
+    call(
+        ctx,
+        f"release({ref.id}, {number}) by the reopened adapter",
+        lambda: reopened.release(ref, number),
+    )
+    seen = look(ctx, ref, f"after the reopened adapter released hold {number}")
+    ctx.expect(
+        seen.state is not State.HELD and seen.hold is None,
+        f"open after the reopened adapter released hold {number} showed the object "
+        f"{seen.state} with hold {seen.hold}",
+    )
+
+
+@check("HOLD-003", clause=f"{SEED_000_HOLD}: refuses a release naming another instance")
+def another_number(ctx: Context) -> None:
+    """A release naming another hold number is refused with Conflict, and the hold stays."""
+    holder = holder_of(ctx)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    number = held(ctx, holder, ref)
+    candidates = {number - 1, number + 1, ctx.rng.randrange(1, HoldBound)} - {number}
+    for other in sorted(k for k in candidates if 0 < k < HoldBound):
+        expect_conflict(ctx, holder, ref, other, f"the object carries hold {number}")
+    call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
+
+
+@check("HOLD-004", clause=f"{SEED_001}, What else rides on Submit: a hold before a requeue")
+def hold_before_requeue(ctx: Context) -> None:
+    """A hold number placed before a requeue is refused with Conflict after it; new holds differ."""
+    holder = holder_of(ctx)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    number = held(ctx, holder, ref)
+    call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
+    run(ctx, ref)
+    requeue_somehow(ctx, ref)
+    expect_conflict(ctx, holder, ref, number, "placed and released before the requeue")
+    seen = back_in_queue(ctx, ref)
+    if seen.state is not State.QUEUED:
+        return  # the scheduler started it again at once: nothing more can be held
+    later = held(ctx, holder, ref, " after the requeue")
+    ctx.expect(
+        later != number,
+        f"hold after the requeue returned {later}, the number of the hold placed before it",
+    )
+    expect_conflict(ctx, holder, ref, number, f"placed before the requeue; {later} is carried")
+    call(ctx, f"release({ref.id}, {later})", lambda: holder.release(ref, later))
+
+
+@check("HOLD-005", clause=f"{SEED_001}, What else rides on Submit: a hold on a reused id")
+def hold_on_reused_id(ctx: Context) -> None:
+    """hold and release through a ref whose id was reused raise NotFound: identity fails first."""
+    holder = holder_of(ctx)
+    plan = ctx.plan(long_spec(ctx))
+    stale = ctx.start(plan, submission=1, attempt=1)
+    old = held(ctx, holder, stale, " before the id was reused")
+    end_and_reuse_next(ctx, stale)
+    occupant = ctx.start(plan, submission=2, attempt=1)
+    occupied(ctx, stale, occupant, "reuse_id_next")
+    ctx.expect_raises(
+        NotFound,
+        lambda: holder.release(stale, old),
+        f"release({stale.id}, {old}) of the hold placed before the id was reused",
+    )
+    ctx.expect_raises(NotFound, lambda: holder.hold(stale), f"hold({stale.id}) of the stale ref")
+    seen = look(ctx, occupant, "of the object now holding the id")
+    ctx.expect(
+        seen.state is not State.HELD and seen.hold is None,
+        f"hold through the stale ref left the object now holding {stale.id} {seen.state} with "
+        f"hold {seen.hold}",
+    )
+    number = held(ctx, holder, occupant, " of the object now holding the id")
+    ctx.expect_raises(
+        NotFound,
+        lambda: holder.release(stale, number),
+        f"release({stale.id}, {number}) of the stale ref, naming the occupant's hold",
+    )
+    seen = look(ctx, occupant, "after the stale release")
+    ctx.expect(
+        (seen.state, seen.hold) == (State.HELD, number),
+        f"release through the stale ref left the object now holding {stale.id} {seen.state} "
+        f"with hold {seen.hold}, not held with hold {number}",
+    )
+    call(ctx, f"release({occupant.id}, {number})", lambda: holder.release(occupant, number))
+
+
+def hold_not_pending(ctx: Context, holder: Holder, ref: ObjectRef, what: str) -> None:
+    """Hold an object that is not pending: Rejected (the object is left as it was), or a hold
+    that reads back through open; for an ended object that is gone, NotFound."""
+    try:
+        before: Observation | None = ctx.backend.open(ref)
+    except NotFound:
+        before = None
+    if before is None:
+        ctx.expect_raises(NotFound, lambda: holder.hold(ref), f"hold({ref.id}) of the gone object")
+        return
+    try:
+        number = holder.hold(ref)
+    except Rejected:
+        after = look(ctx, ref, f"after the refused hold of the {what} object")
+        ctx.expect(
+            (after.state, after.hold) == (before.state, before.hold),
+            f"the refused hold changed the {what} object from {before.state} with hold "
+            f"{before.hold} to {after.state} with hold {after.hold}",
+        )
+        return
+    except DispatchError as error:
+        ctx.fail(
+            f"hold of the {what} object raised {type(error).__name__} ({error}), not Rejected "
+            "(nor a hold that reads back)"
+        )
+        return
+    after = look(ctx, ref, f"after hold {number} of the {what} object")
+    ctx.expect(
+        after.hold == number,
+        f"hold of the {what} object returned {number}, but open then showed it {after.state} "
+        f"with hold {after.hold}: neither Rejected nor a hold that reads back",
+    )
+    call(
+        ctx,
+        f"release({ref.id}, {number}) of the {what} object",
+        lambda: holder.release(ref, number),
+    )
+
+
+@check("HOLD-006", clause=f"{DESIGN_HOLDS}: only a pending job can be held")
+def not_pending(ctx: Context) -> None:
+    """Holding a running or ended object is Rejected, or is a hold that reads back; nothing else."""
+    holder = holder_of(ctx)
+    running = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, running)
+    hold_not_pending(ctx, holder, running, "running")
+    ended = ctx.start(ctx.plan(long_spec(ctx)))
+    call(ctx, f"stop({ended.id})", lambda: ctx.backend.stop(ended))
+    hold_not_pending(ctx, holder, ended, "ended")
+
+
+@check("HOLD-007", clause=f"{DESIGN_HOLDS}: release refuses with Conflict a job carrying none")
+def second_release(ctx: Context) -> None:
+    """A second release of the same hold is refused with Conflict."""
+    holder = holder_of(ctx)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    number = held(ctx, holder, ref)
+    call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
+    expect_conflict(ctx, holder, ref, number, "already released")

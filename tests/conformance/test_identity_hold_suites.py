@@ -1,0 +1,589 @@
+"""The identity (``IDENT-``) and hold (``HOLD-``) suites: they pass on the correct memory
+harnesses, and each fails, naming its rule, on a memory adapter broken in one way.
+
+The broken adapters here are small subclasses of MemoryBackend, each wrong in exactly one way,
+run through a harness that differs from the built-in one only in the backend it makes. Every
+clock is virtual: nothing here sleeps for real."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from adapters.memory import Execution, Job, MemoryBackend, MemoryCluster
+from adapters.memory.tables import Shape
+from conformance.checks import REGISTRY, Check, Outcome, Result, Tier, checks, run_check
+from conformance.harness import FaultInjector, Harness
+from conformance.harnesses import load_harness
+from conformance.harnesses.memory import MemoryFaults, MemoryHarness
+from dispatch_core import (
+    Backend,
+    Capability,
+    Clock,
+    Conflict,
+    ExecutionIdentity,
+    JobID,
+    JobSpec,
+    NotFound,
+    ObjectRef,
+    Observation,
+    Plan,
+    Policy,
+    Rejected,
+    RuleSupport,
+    State,
+    Support,
+    Tristate,
+    VirtualClock,
+    slurm_comment,
+)
+
+SUITES = ["IDENT-", "HOLD-"]
+
+
+def suite_checks() -> list[Check]:
+    return checks(Tier.FULL, ids=SUITES)
+
+
+def run(check_id: str, harness: Harness, seed: int = 0) -> Result:
+    return run_check(REGISTRY[check_id], harness, seed)
+
+
+# -- the correct harnesses ------------------------------------------------------------------------
+
+
+def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
+    found = suite_checks()
+    ids = [c.id for c in found]
+    assert ids == sorted(ids)
+    assert {c.suite for c in found} == {"identity", "hold"}
+    assert [i for i in ids if i.startswith("IDENT-")] == [f"IDENT-{n:03}" for n in range(1, 17)]
+    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 8)]
+    for c in found:
+        assert c.rule.endswith(".") and len(c.rule) < 100, c.id
+        assert c.clause.startswith(("seed 00", "DESIGN §")), c.id
+
+
+@pytest.mark.parametrize("check", suite_checks(), ids=lambda c: c.id)
+def test_every_check_passes_on_memory_slurm(check: Check) -> None:
+    result = run_check(check, load_harness("memory-slurm"), seed=0)
+    assert result.outcome is Outcome.PASSED, result.reason
+
+
+@pytest.mark.parametrize("check", suite_checks(), ids=lambda c: c.id)
+def test_every_check_passes_or_says_why_not_on_memory_kubeflow(check: Check) -> None:
+    result = run_check(check, load_harness("memory-kubeflow"), seed=0)
+    assert result.outcome is not Outcome.FAILED, result.reason
+    if result.outcome is Outcome.SKIPPED:
+        assert result.reason.startswith(("harness cannot inject ", "adapter declares ")), result
+    else:
+        assert result.reason == ""
+
+
+def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
+    harness = load_harness("memory-kubeflow")
+    skipped = {c.id for c in suite_checks() if run_check(c, harness).outcome is Outcome.SKIPPED}
+    assert skipped == {
+        "IDENT-002",  # look-alike names: Kubernetes finds objects by label
+        "IDENT-003",
+        "IDENT-005",  # comment loss: no accounting history
+        "IDENT-008",  # id reuse: a UID is never reused
+        "IDENT-009",
+        "IDENT-010",
+        "HOLD-005",
+    }
+
+
+@pytest.mark.parametrize("seed", [1, 7, 2024])
+def test_the_suites_pass_under_other_seeds(seed: int) -> None:
+    for name in ("memory-slurm", "memory-kubeflow"):
+        harness = load_harness(name)
+        for check in suite_checks():
+            result = run_check(check, harness, seed)
+            assert result.outcome is not Outcome.FAILED, result.reason
+
+
+def test_hold_checks_skip_when_the_adapter_declares_no_hold() -> None:
+    harness = BrokenHarness(MemoryBackend, capabilities={Capability.HOLD: Tristate.NO})
+    for check in checks(Tier.FULL, ids=["HOLD-"]):
+        result = run_check(check, harness)
+        assert result.outcome is Outcome.SKIPPED, result.reason
+        assert result.reason.startswith("adapter declares Hold no"), result.reason
+
+
+def test_hold_checks_fail_when_a_declared_hold_has_no_holder() -> None:
+    result = run("HOLD-001", BackendOnlyHarness())
+    assert result.outcome is Outcome.FAILED
+    assert "declares Hold yes but does not implement Holder" in result.reason
+
+
+def test_an_adapter_without_holder_or_requeuer_still_runs_the_identity_suite() -> None:
+    harness = BackendOnlyHarness(capabilities={Capability.HOLD: Tristate.NO})
+    outcomes = {c.id: run_check(c, harness) for c in checks(Tier.FULL, ids=["IDENT-"])}
+    failed = {i: r.reason for i, r in outcomes.items() if r.outcome is Outcome.FAILED}
+    assert not failed
+    assert outcomes["IDENT-011"].outcome is Outcome.SKIPPED
+    assert "implements no Requeuer" in outcomes["IDENT-011"].reason
+
+
+# -- broken adapters ------------------------------------------------------------------------------
+
+
+class BrokenHarness(MemoryHarness):
+    """The memory harness, making backends of a broken MemoryBackend subclass."""
+
+    def __init__(self, backend: type[MemoryBackend], shape: Shape = "slurm", **config: Any) -> None:
+        super().__init__(shape)
+        self.backend = backend
+        self.config = config
+        self.name = f"broken-{backend.__name__}"
+
+    def new_backend(self) -> Backend:
+        config: dict[str, Any] = {**self.config, **self.cluster}
+        return self.backend(self.shape, clock=VirtualClock(), **config)
+
+
+class ReopensAsItself(MemoryBackend):
+    """A broken adapter's reopened instance is just as broken."""
+
+    def reopen(self) -> MemoryBackend:
+        return type(self)(**self._init, cluster=self.cluster)  # type: ignore[arg-type]
+
+
+def _objects_matching(backend: MemoryBackend, job_id: JobID, same: Any) -> list[Job]:
+    name = job_id.discovery_name()
+    return [j for j in backend.cluster.jobs.values() if j.owner == "me" and same(j.name, name)]
+
+
+class SubmissionAndAttemptSwapped(MemoryBackend):
+    """Observations read the comment's two numbers the wrong way round."""
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        return seen.model_copy(update={"submission": seen.attempt, "attempt": seen.submission})
+
+
+class CaseInsensitiveFind(MemoryBackend):
+    """find (and start's look-up) match names without regard to case, as squeue does."""
+
+    def _objects_of(self, job_id: JobID) -> list[Job]:
+        return _objects_matching(self, job_id, lambda a, b: a.casefold() == b.casefold())
+
+
+class CommaSplittingFind(MemoryBackend):
+    """find (and start's look-up) split names on commas, as squeue splits its filter."""
+
+    def _objects_of(self, job_id: JobID) -> list[Job]:
+        return _objects_matching(self, job_id, lambda a, b: b in a.split(","))
+
+
+_LENIENT = re.compile(r"dispatch:s=(\d+);a=(\d+)")
+
+
+def _lenient(comment: str | None) -> tuple[int, int] | None:
+    match = _LENIENT.search(comment or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+class LenientCommentParser(MemoryBackend):
+    """Comments are parsed leniently: leading zeros, extra fields and prefixes are let through."""
+
+    def _carried(self, job: Job) -> int | None:
+        parsed = _lenient(self.cluster.shown_comment(job))
+        return parsed[0] if parsed else None
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        parsed = _lenient(self.cluster.shown_comment(job))
+        if seen.foreign and parsed:
+            update = {"foreign": False, "submission": parsed[0], "attempt": parsed[1]}
+            return seen.model_copy(update=update)
+        return seen
+
+
+class DropsForeign(MemoryBackend):
+    """find leaves out the objects whose comments do not parse."""
+
+    def find(self, job_id: JobID) -> list[Observation]:
+        return [o for o in super().find(job_id) if not o.foreign]
+
+
+class LostCommentIsForeign(MemoryBackend):
+    """An object whose comment history lost is reported as foreign."""
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        if self.cluster.shown_comment(job) is None:
+            return seen.model_copy(update={"foreign": True})
+        return seen
+
+
+class StartNotIdempotent(MemoryBackend):
+    """start submits again every time, even for a submission that already has its object."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        self.cluster.tick()
+        comment = slurm_comment(submission, attempt)
+        job = self.cluster.submit(plan.job.discovery_name(), comment, plan.spec, plan.job)
+        self.cluster.lost_reply("start")
+        return self._ref(job)
+
+
+class StopByIdOnly(MemoryBackend):
+    """stop cancels whatever holds the ref's id, without the identity check."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        job = self.cluster.live(ref.id)
+        if job is not None:
+            self.cluster.cancel(job)
+
+
+class StopByNameOnly(MemoryBackend):
+    """stop cancels every live object with the ref's name, whatever its id and submit time."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        for job in list(self.cluster.jobs.values()):
+            if job.owner == "me" and job.uid == ref.uid:
+                self.cluster.cancel(job)
+
+
+class StopCancelsNothing(MemoryBackend):
+    """stop checks identity, then returns without cancelling or verifying the end."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        try:
+            self._checked(ref)
+        except NotFound:
+            return
+
+
+class OpenWithoutIdentityCheck(MemoryBackend):
+    """open shows whatever holds the ref's id."""
+
+    def open(self, ref: ObjectRef) -> Observation:
+        job = self.cluster.live(ref.id)
+        return self._observe(job) if job is not None else super().open(ref)
+
+
+class HoldWithoutIdentityCheck(MemoryBackend):
+    """hold writes to whatever pending object holds the ref's id."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        job = self.cluster.live(ref.id)
+        if job is None:
+            raise NotFound(ref.id)
+        number = job.holds_placed + 1
+        self.cluster.hold_value(job, number)
+        return number
+
+
+class RequeueWithoutIdentityCheck(MemoryBackend):
+    """requeue acts on whatever started object holds the ref's id."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        job = self.cluster.live(ref.id)
+        if job is None:
+            raise NotFound(ref.id)
+        self.cluster.requeue(job)
+
+
+class IdentityWithoutName(MemoryBackend):
+    """The identity check compares the id and the submit time, not the name."""
+
+    def _checked(self, ref: ObjectRef) -> Job:
+        job = self.cluster.live(ref.id)
+        if job is None or job.owner != "me" or job.submit < ref.submit_epoch:
+            raise NotFound(ref.id)
+        return job
+
+
+class IdentityWithoutSubmit(MemoryBackend):
+    """The identity check compares the id and the name, not the submit time."""
+
+    def _checked(self, ref: ObjectRef) -> Job:
+        job = self.cluster.live(ref.id)
+        if job is None or job.owner != "me" or job.uid != ref.uid:
+            raise NotFound(ref.id)
+        return job
+
+
+class IdentityRefusesRequeued(MemoryBackend):
+    """The identity check wants the submit time unchanged, so a requeue invalidates the ref."""
+
+    def _checked(self, ref: ObjectRef) -> Job:
+        job = super()._checked(ref)
+        if job.submit != ref.submit_epoch:
+            raise NotFound(f"{ref.id} was submitted at {job.submit}")
+        return job
+
+
+class RequeueKeepsSubmit(MemoryBackend):
+    """requeue puts the object back in the queue under its old submit time."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        job = self.cluster.live(ref.id)
+        submit = job.submit if job is not None else None
+        super().requeue(ref)
+        if job is not None and submit is not None:
+            job.submit = submit
+
+
+class ReportsFirstRef(MemoryBackend):
+    """Observations carry the ref first seen for an id and name, not the object's current one."""
+
+    def _ref(self, job: Job) -> ObjectRef:
+        seen: dict[tuple[str, str], ObjectRef] = self.__dict__.setdefault("seen", {})
+        return seen.setdefault((job.native_id, job.uid), super()._ref(job))
+
+
+class ReleaseIgnoresNumber(MemoryBackend):
+    """release lifts any hold, whatever number it names."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        job = self._checked(ref)
+        if job.hold_number() is None:
+            raise Conflict(f"{ref.id} carries no hold")
+        self.cluster.release_value(job)
+
+
+class ReleaseWithoutHold(MemoryBackend):
+    """release of a job that carries no hold succeeds quietly."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        if self._checked(ref).hold_number() is not None:
+            super().release(ref, hold)
+
+
+class HoldNumberAlwaysOne(MemoryBackend):
+    """Every hold is number 1, so a hold placed before a requeue names the next one too."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        job = self._checked(ref)
+        if job.state is not State.QUEUED:
+            raise Rejected(f"{ref.id} is {job.state}")
+        self.cluster.hold_value(job, 1)
+        return 1
+
+
+class HoldRunningPretends(MemoryBackend):
+    """hold of a running object returns a number without placing anything."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        job = self._checked(ref)
+        if job.state is State.RUNNING:
+            return job.holds_placed + 1
+        return super().hold(ref)
+
+
+class HoldRunningConflicts(MemoryBackend):
+    """hold of a running object raises Conflict instead of Rejected."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        try:
+            return super().hold(ref)
+        except Rejected as refusal:
+            raise Conflict(str(refusal)) from None
+
+
+class HoldNumbersInMemory(ReopensAsItself):
+    """Hold numbers live in the adapter instance: another instance sees a hold but no number."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        number = super().hold(ref)
+        self.__dict__.setdefault("numbers", {})[ref.id] = number
+        return number
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        if seen.hold is not None and self.__dict__.get("numbers", {}).get(job.native_id) is None:
+            return seen.model_copy(update={"hold": None})
+        return seen
+
+
+class HoldIgnored(MemoryBackend):
+    """hold returns a number but the scheduler is never told."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        job = self._checked(ref)
+        return job.holds_placed + 1
+
+
+class FrozenRestartCluster(MemoryCluster):
+    """The batch script bakes the restart count in at submit: every execution sees 0."""
+
+    def _identity(self, job: Job) -> ExecutionIdentity | None:
+        identity = super()._identity(job)
+        return None if identity is None else dataclasses.replace(identity, restart=0)
+
+
+class SecondRankMissesEpoch(MemoryCluster):
+    """Only the first rank gets DISPATCH_EPOCH."""
+
+    def start_execution(self, job: Job) -> Execution:
+        execution = super().start_execution(job)
+        for env in execution.ranks[1:]:
+            env.pop("DISPATCH_EPOCH", None)
+        return execution
+
+
+class EpochNotGrowing(MemoryBackend):
+    """The execution identity ignores the restart count, so a requeue repeats the epoch."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cluster.__class__ = FrozenRestartCluster
+
+
+class MissingVariableOnSecondRank(MemoryBackend):
+    """The launcher exports DISPATCH_EPOCH to the first rank only."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cluster.__class__ = SecondRankMissesEpoch
+
+
+BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
+    (SubmissionAndAttemptSwapped, "slurm", {"IDENT-001"}),
+    (SubmissionAndAttemptSwapped, "kubeflow", {"IDENT-001"}),
+    (CaseInsensitiveFind, "slurm", {"IDENT-002"}),
+    (CommaSplittingFind, "slurm", {"IDENT-003"}),
+    (LenientCommentParser, "slurm", {"IDENT-004"}),
+    (LenientCommentParser, "kubeflow", {"IDENT-004"}),
+    (DropsForeign, "slurm", {"IDENT-004"}),
+    (LostCommentIsForeign, "slurm", {"IDENT-005"}),
+    (StartNotIdempotent, "slurm", {"IDENT-006", "IDENT-007"}),
+    (OpenWithoutIdentityCheck, "slurm", {"IDENT-008", "IDENT-009", "IDENT-010"}),
+    (HoldWithoutIdentityCheck, "slurm", {"IDENT-008", "IDENT-009", "IDENT-010", "HOLD-005"}),
+    (RequeueWithoutIdentityCheck, "slurm", {"IDENT-008", "IDENT-009", "IDENT-010"}),
+    (StopByIdOnly, "slurm", {"IDENT-009", "IDENT-010"}),
+    (StopByNameOnly, "slurm", {"IDENT-010"}),
+    (IdentityWithoutName, "slurm", {"IDENT-008", "IDENT-009"}),
+    (IdentityWithoutSubmit, "slurm", {"IDENT-010", "HOLD-005"}),
+    (IdentityRefusesRequeued, "slurm", {"IDENT-011", "IDENT-012"}),
+    (RequeueKeepsSubmit, "slurm", {"IDENT-011"}),
+    (ReportsFirstRef, "slurm", {"IDENT-011", "IDENT-012"}),
+    (StopCancelsNothing, "slurm", {"IDENT-013"}),
+    (StopCancelsNothing, "kubeflow", {"IDENT-013"}),
+    (MissingVariableOnSecondRank, "slurm", {"IDENT-014"}),
+    (MissingVariableOnSecondRank, "kubeflow", {"IDENT-014"}),
+    (EpochNotGrowing, "slurm", {"IDENT-015", "IDENT-016"}),
+    (EpochNotGrowing, "kubeflow", {"IDENT-015", "IDENT-016"}),
+    (HoldIgnored, "slurm", {"HOLD-001", "HOLD-002", "HOLD-003", "HOLD-007"}),
+    (HoldNumbersInMemory, "slurm", {"HOLD-002"}),
+    (ReleaseIgnoresNumber, "slurm", {"HOLD-003", "HOLD-004"}),
+    (ReleaseIgnoresNumber, "kubeflow", {"HOLD-003", "HOLD-004"}),
+    (HoldNumberAlwaysOne, "slurm", {"HOLD-004"}),
+    (HoldRunningPretends, "slurm", {"HOLD-006"}),
+    (HoldRunningConflicts, "kubeflow", {"HOLD-006"}),
+    (ReleaseWithoutHold, "slurm", {"HOLD-004", "HOLD-007"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("backend", "shape", "caught_by"),
+    BROKEN,
+    ids=[f"{b.__name__}-{shape}" for b, shape, _ in BROKEN],
+)
+def test_each_broken_adapter_fails_the_check_of_its_rule(
+    backend: type[MemoryBackend], shape: Shape, caught_by: set[str]
+) -> None:
+    harness = BrokenHarness(backend, shape)
+    for check_id in sorted(caught_by):
+        result = run(check_id, harness)
+        check = REGISTRY[check_id]
+        assert result.outcome is Outcome.FAILED, (check_id, result.outcome, result.reason)
+        assert result.reason.startswith(f"[{check_id}] rule: {check.rule}\n"), result.reason
+        assert f"clause: {check.clause}" in result.reason
+        assert f"replay: dispatch-conformance run --harness {harness.name}" in result.reason
+        did = result.reason.split("  adapter: ", 1)[1].split("\n  replay:", 1)[0]
+        assert "crashed" not in did, did
+
+
+def test_every_check_catches_some_broken_adapter() -> None:
+    caught = set().union(*(ids for _, _, ids in BROKEN))
+    assert caught == {c.id for c in suite_checks()}
+
+
+def test_a_broken_adapter_fails_only_the_checks_of_its_rule() -> None:
+    """A broken find is not blamed on hold or requeue: the messages point at the broken rule."""
+    harness = BrokenHarness(CaseInsensitiveFind)
+    failed = {c.id for c in suite_checks() if run_check(c, harness).outcome is Outcome.FAILED}
+    assert failed == {"IDENT-002"}
+
+
+def test_failure_messages_say_what_the_adapter_did() -> None:
+    reason = run("HOLD-003", BrokenHarness(ReleaseIgnoresNumber)).reason
+    assert "release(1, 2) (the object carries hold 1) succeeded instead of raising Conflict" in (
+        reason
+    )
+    reason = run("IDENT-002", BrokenHarness(CaseInsensitiveFind)).reason
+    assert "instead of submitting it" in reason and "dj-" in reason
+    reason = run("IDENT-011", BrokenHarness(RequeueKeepsSubmit)).reason
+    assert "not later than the started ref's" in reason
+    reason = run("IDENT-014", BrokenHarness(MissingVariableOnSecondRank)).reason
+    assert "rank 1 of execution 1" in reason and "DISPATCH_EPOCH" in reason
+    reason = run("IDENT-010", BrokenHarness(StopByNameOnly)).reason
+    assert "stop through the stale ref 1 changed the object that now holds that id from " in reason
+    assert "running, restart count 0, hold none to cancelled, restart count 0, hold none" in reason
+
+
+# -- an adapter with nothing but Backend -----------------------------------------------------------
+
+
+class BackendOnly:
+    """The memory adapter seen only through Backend: no Holder, no Requeuer."""
+
+    def __init__(self, inner: MemoryBackend) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def capabilities(self, spec: JobSpec | None) -> Mapping[Capability, Support]:
+        return self.inner.capabilities(spec)
+
+    def rules(self, policy: Policy) -> Sequence[RuleSupport]:
+        return self.inner.rules(policy)
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        return self.inner.start(plan, submission, attempt)
+
+    def find(self, job_id: JobID) -> Sequence[Observation]:
+        return self.inner.find(job_id)
+
+    def open(self, ref: ObjectRef) -> Observation:
+        return self.inner.open(ref)
+
+    def stop(self, ref: ObjectRef) -> None:
+        self.inner.stop(ref)
+
+
+class BackendOnlyHarness(Harness):
+    name = "backend-only"
+
+    def __init__(self, **config: Any) -> None:
+        self.config = config
+
+    def new_backend(self) -> Backend:
+        return BackendOnly(MemoryBackend("slurm", clock=VirtualClock(), **self.config))
+
+    def _inner(self, backend: Backend) -> MemoryBackend:
+        assert isinstance(backend, BackendOnly)
+        return backend.inner
+
+    def reopen(self, backend: Backend) -> Backend:
+        return BackendOnly(self._inner(backend).reopen())
+
+    def clock(self, backend: Backend) -> Clock:
+        return self._inner(backend).cluster.clock
+
+    def faults(self, backend: Backend) -> FaultInjector:
+        return MemoryFaults(self._inner(backend))
+
+    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
+        return [e.ranks for e in self._inner(backend).executions(ref)]

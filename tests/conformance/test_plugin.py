@@ -1,0 +1,269 @@
+"""The pytest plugin (``conformance.plugin``) and ``conformance.suite_for``, run with pytester.
+
+Checks registered by this module for a test (ids ``TEST-9..``) are removed after it, so the
+outcomes asserted here do not move as the real suites grow. The suites are imported here, in
+this process: pytester's in-process runs forget the modules they import, and a suite imported
+again would register its checks twice."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+
+import conformance.suites  # noqa: F401  (registered once here, not inside a pytester run)
+from conformance import checks
+from tests.conformance.test_cli import register_test_checks
+
+pytest_plugins = ["pytester"]
+
+PLUGIN = ("-p", "conformance.plugin")
+HERE = "tests.conformance.test_cli"
+
+
+@pytest.fixture
+def registered_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    register_test_checks(monkeypatch)
+
+
+def junit_cases(path: object) -> dict[str, ET.Element]:
+    root = ET.parse(str(path)).getroot()
+    return {c.get("name", ""): c for c in root.iter("testcase")}
+
+
+def props(case: ET.Element) -> dict[str, str | None]:
+    return {p.get("name", ""): p.get("value") for p in case.iter("property")}
+
+
+def test_without_a_harness_it_adds_nothing(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_one():\n    assert True\n")
+    for args in ((), PLUGIN):
+        result = pytester.runpytest(*args)
+        result.assert_outcomes(passed=1)
+        lines = result.stdout.lines
+        assert not [ln for ln in lines if "dispatch" in ln and not ln.startswith("plugins:")]
+    empty = pytester.mkdir("empty")
+    result = pytester.runpytest(*PLUGIN, str(empty))
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert "collected 0 items" in result.stdout.str()
+
+
+def test_one_item_per_harness_and_check(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "--dispatch-harness=memory-slurm",
+        "--dispatch-harness=memory-kubeflow",
+        *PLUGIN,
+        "--dispatch-check=CAP-001",
+        "--dispatch-check=CAP-002",
+        "-v",
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "dispatch conformance: memory-slurm, memory-kubeflow; 2 standard-tier checks each, seed 0",
+            "*collected 4 items",
+            "memory-slurm::CAP-001 PASSED*",
+            "memory-slurm::CAP-002 PASSED*",
+            "memory-kubeflow::CAP-001 PASSED*",
+            "memory-kubeflow::CAP-002 PASSED*",
+            "*- dispatch conformance -*",
+            "4 passed, 0 failed, 0 skipped",
+        ]
+    )
+
+
+@pytest.mark.parametrize("tier", ["smoke", "standard", "full"])
+def test_each_tier_collects_its_checks(pytester: pytest.Pytester, tier: str) -> None:
+    result = pytester.runpytest(
+        "--dispatch-harness=memory-slurm",
+        *PLUGIN,
+        f"--dispatch-tier={tier}",
+        "--collect-only",
+        "-q",
+    )
+    collected = [line for line in result.stdout.lines if line.startswith("memory-slurm::")]
+    assert collected == [f"memory-slurm::{c.id}" for c in checks(tier)]
+
+
+@pytest.mark.usefixtures("registered_checks")
+def test_outcomes_skip_reasons_and_strict_xfail(pytester: pytest.Pytester) -> None:
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(
+        f"--dispatch-harness={HERE}:plain_harness",
+        *PLUGIN,
+        "--dispatch-check=TEST-9",
+        "--dispatch-seed=7",
+        f"--junitxml={junit}",
+        "-rA",
+    )
+    result.assert_outcomes(passed=1, skipped=2, xfailed=1, failed=2)
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] *test_cli.py:*: adapter declares ContainerImage no: memory adapter (slurm shape)*",
+            "SKIPPED [[]1[]] *test_cli.py:*: harness cannot inject lose_node",
+            "XFAIL memory-plain::TEST-904 - expected failure: issue 1",
+            "FAILED memory-plain::TEST-905 - [[]TEST-905[]] rule: Fixed rule*",
+            "FAILED memory-plain::TEST-906 - [[]TEST-906[]] rule: The answer is*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*- dispatch conformance -*", "1 passed, 2 failed, 3 skipped"])
+    # The failure is the check's message: the rule, what the adapter did, the replay; no
+    # Python traceback.
+    result.stdout.fnmatch_lines(
+        [
+            "*_ memory-plain::TEST-906 _*",
+            "[[]TEST-906[]] rule: The answer is yes or no.",
+            "  clause: test clause",
+            "  adapter: answered maybe",
+            f"  replay: dispatch-conformance run --harness {HERE}:plain_harness --check TEST-906 --seed 7",
+        ]
+    )
+    assert "passed, but it is a strict expected failure (issue 2)" in out
+    assert "Traceback" not in out and "conformance/plugin.py" not in out and "def _fails" not in out
+
+    cases = junit_cases(junit)
+    assert set(cases) == {f"TEST-90{n}" for n in range(1, 7)}
+    for check_id, case in cases.items():
+        assert props(case) == {"harness": "memory-plain", "check": check_id, "seed": "7"}
+    skipped = cases["TEST-903"].find("skipped")
+    assert skipped is not None and skipped.get("message") == "harness cannot inject lose_node"
+    failure = cases["TEST-906"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == "[TEST-906] rule: The answer is yes or no."
+    assert "adapter: answered maybe" in (failure.text or "")
+
+
+def test_a_broken_adapter_fails_the_named_rule(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        f"--dispatch-harness={HERE}:broken_harness", *PLUGIN, "--dispatch-check=CAP-001"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED broken::CAP-001 - [[]CAP-001[]] rule: capabilities() answers*",
+        ]
+    )
+    assert "answered no Support for OutputRetained" in result.stdout.str()
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_report_dir_gets_every_report(pytester: pytest.Pytester) -> None:
+    reports = pytester.path / "reports"
+    result = pytester.runpytest(
+        "--dispatch-harness=memory-slurm",
+        f"--dispatch-harness={HERE}:broken_harness",
+        *PLUGIN,
+        "--dispatch-check=CAP-001",
+        f"--dispatch-report-dir={reports}",
+    )
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        ["reports: *report.json, *junit.xml, *matrix.md", "1 passed, 1 failed, 0 skipped"]
+    )
+    report = json.loads((reports / "report.json").read_text())
+    assert report["run"]["runner"] == "pytest"
+    assert [(r["harness"], r["id"], r["outcome"]) for r in report["results"]] == [
+        ("memory-slurm", "CAP-001", "passed"),
+        ("broken", "CAP-001", "failed"),
+    ]
+    suites = ET.parse(reports / "junit.xml").getroot().findall("testsuite")
+    assert [s.get("name") for s in suites] == ["memory-slurm", "broken"]
+    matrix = (reports / "matrix.md").read_text()
+    assert "| capability | memory-slurm | broken |" in matrix
+    assert "| OutputRetained | no (declared) [" in matrix
+    assert "| OutputRetained | no (declared) [" in matrix and "not answered |" in matrix
+
+
+def test_a_bad_harness_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    for spec, says in (
+        ("nope", "no harness named 'nope'"),
+        (f"{HERE}:exploding_harness", "RuntimeError: no cluster here second line"),
+    ):
+        result = pytester.runpytest(f"--dispatch-harness={spec}", *PLUGIN)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        assert says in result.stderr.str()
+        assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_own_tests_run_beside_the_checks_when_paths_are_named(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_mine():\n    assert True\n")
+    only = pytester.runpytest(
+        "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-check=CAP-001", "-v"
+    )
+    only.assert_outcomes(passed=1)
+    only.stdout.fnmatch_lines(["*only the checks run*"])
+    both = pytester.runpytest(
+        ".", "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-check=CAP-001", "-v"
+    )
+    both.assert_outcomes(passed=2)
+    both.stdout.fnmatch_lines(["*test_mine PASSED*", "memory-slurm::CAP-001 PASSED*"])
+
+
+def test_every_way_of_loading_it_works_beside_the_entry_point(pytester: pytest.Pytester) -> None:
+    for args in (("-p", "dispatch_conformance"), ()):
+        result = pytester.runpytest(
+            "--dispatch-harness=memory-slurm", *args, "--dispatch-check=CAP-001"
+        )
+        result.assert_outcomes(passed=1)
+
+
+def test_results_and_properties_survive_xdist_serialization(pytester: pytest.Pytester) -> None:
+    """pytest-xdist ships reports from workers as JSON: the properties and the result the
+    controller writes its reports from must survive the trip."""
+    records = pytester.inline_run(
+        f"--dispatch-harness={HERE}:broken_harness", *PLUGIN, "--dispatch-check=CAP-00"
+    )
+    calls = [r for r in records.getreports("pytest_runtest_logreport") if r.when == "call"]
+    assert calls
+    for report in calls:
+        again = pytest.TestReport._from_json(report._to_json())
+        assert again.user_properties == report.user_properties
+        assert dict(again.user_properties)["harness"] == "broken"
+        assert vars(again)["dispatch_result"] == vars(report)["dispatch_result"]
+        assert vars(again)["dispatch_result"]["id"] == dict(again.user_properties)["check"]
+
+
+@pytest.mark.usefixtures("registered_checks")
+def test_suite_for_imports_the_suite_into_an_authors_module(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_my_adapter=f"""
+        from conformance import suite_for
+        from conformance.harnesses.memory import MemoryHarness
+        from {HERE} import broken_harness
+
+        test_memory = suite_for(MemoryHarness, checks=["CAP-001", "TEST-902"], seed=5)
+        test_broken = suite_for(broken_harness, checks=["CAP-001"])
+        test_named = suite_for("{HERE}:plain_harness", checks=["TEST-903"])
+        """
+    )
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest(f"--junitxml={junit}", "-rA", "-v")
+    result.assert_outcomes(passed=1, skipped=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_memory[[]CAP-001[]] PASSED*",
+            "*test_memory[[]TEST-902[]] SKIPPED*",
+            "*test_broken[[]CAP-001[]] FAILED*",
+            "*test_named[[]TEST-903[]] SKIPPED*",
+        ]
+    )
+    out = result.stdout.str()
+    assert "adapter declares ContainerImage no" in out
+    assert "harness cannot inject lose_node" in out
+    assert "adapter: answered no Support for OutputRetained" in out
+    assert "Traceback" not in out
+    cases = {(c.get("name") or ""): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert props(cases["test_memory[CAP-001]"]) == {
+        "harness": "memory-slurm",
+        "check": "CAP-001",
+        "seed": "5",
+    }
+    assert props(cases["test_named[TEST-903]"])["harness"] == f"{HERE}:plain_harness"
+
+
+def test_a_conftest_may_name_it_too(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["conformance.plugin"]\n')
+    result = pytester.runpytest("--dispatch-harness=memory-slurm", "--dispatch-check=CAP-001")
+    result.assert_outcomes(passed=1)
