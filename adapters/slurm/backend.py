@@ -15,6 +15,7 @@ of the same submission, sbatch, squeue for the submit time), or more to resolve 
 
 from __future__ import annotations
 
+import itertools
 import re
 import subprocess
 from collections import Counter
@@ -105,6 +106,7 @@ class SlurmBackend:
         self.timeout = timeout
         self.settle = settle
         self.calls: Counter[str] = Counter()
+        self._hold_count = itertools.count()
         self._probed: dict[Capability, Support] = {}
 
     @property
@@ -426,9 +428,13 @@ class SlurmBackend:
         if line.state != "PENDING":
             raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
         current = decode_hold(line.eligible, line.submit)
-        number = int(self.clock.now()) % (HoldBound - 1) + 1
-        if current is not None and number <= current:
-            number = current % (HoldBound - 1) + 1
+        # Milliseconds of the clock plus this instance's count of holds: a later hold never
+        # takes an earlier one's number (within 16 minutes, and never twice in one instance),
+        # so a stale release cannot free it.
+        stamp = int(self.clock.now() * 1000) + next(self._hold_count)
+        number = stamp % (HoldBound - 1) + 1
+        if number == current:
+            number = number % (HoldBound - 1) + 1
         target = line.submit + HoldBase + number
         self._update(ref, f"StartTime=uts{target}", "hold")
         self._settle(

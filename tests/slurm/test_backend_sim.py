@@ -343,3 +343,16 @@ def test_every_rank_of_every_execution_sees_its_identity(tmp_path: Path) -> None
         f"2 2-{second.id}-0 2000000",
         f"3 2-{second.id}-0 2000000",
     ]
+
+
+def test_a_new_hold_in_the_same_second_takes_a_new_number() -> None:
+    """A stale release of the first hold must not free the second (hold, release, hold)."""
+    _, _, backend = cluster()
+    ref = backend.start(planned(backend), 1, 1)
+    first = backend.hold(ref)
+    backend.release(ref, first)
+    second = backend.hold(ref)
+    assert second != first
+    with pytest.raises(Conflict):
+        backend.release(ref, first)
+    assert backend.open(ref).hold == second
