@@ -86,11 +86,11 @@ class Job:
 
     def hold_number(self) -> int | None:
         """The hold this object carries, decoded as its scheduler would show it."""
+        if self.state is not State.QUEUED:
+            return None  # only a pending object carries a hold
         if self.kube_hold is not None:
             return self.kube_hold
-        if self.state is State.QUEUED:
-            return decode_hold(self.eligible, self.submit)
-        return None
+        return decode_hold(self.eligible, self.submit)
 
 
 @dataclass
@@ -248,6 +248,8 @@ class MemoryCluster:
         if spec is not None:
             per_node = max(spec.procs_per_node, 1)
             base = dict(spec.env)
+            if spec.work_dir is not None:
+                base["PWD"] = spec.work_dir  # where every rank runs
             if identity is not None:
                 base.update(identity.env())
             ranks = tuple(dict(base) for _ in range(spec.nodes * per_node))
