@@ -78,15 +78,16 @@ class FaultInjector:
 class Harness(ABC):
     """What an adapter author writes to run the suites against an adapter.
 
-    One harness value serves a whole run; the suites call :meth:`new_backend` exactly once per
-    check and never share a backend between checks. :meth:`close` is called once at the end."""
+    One harness value serves a whole run; the suites call :meth:`new_backend` once per check
+    (a stateful check, once per generated program, so that each starts on a clean target) and
+    never share a backend between checks. :meth:`close` is called once at the end."""
 
     name: str = "unnamed"
 
     @abstractmethod
     def new_backend(self) -> Backend:
         """A fresh backend on a clean target (a new cluster for a simulator), ready to use.
-        Called exactly once per check."""
+        Called once per check, or once per program of a stateful check."""
 
     @abstractmethod
     def reopen(self, backend: Backend) -> Backend:

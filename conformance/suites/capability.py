@@ -179,12 +179,17 @@ def refusing(ctx: Context, spec: JobSpec) -> tuple[Capability, Support] | None:
 
 
 def expect_capability_decision(
-    ctx: Context, spec: JobSpec, capability: Capability, *options: PlanOption
+    ctx: Context,
+    spec: JobSpec,
+    capability: Capability,
+    policy: Policy | None = None,
+    *options: PlanOption,
 ) -> bool:
-    """make_plan on ``spec`` proceeds exactly when the seed's decision on the adapter's answers
-    says so, and otherwise refuses with Unsupported naming the capability and carrying the
-    answer's reason. Returns whether it proceeded; a plan made is started, and start must not
-    refuse what the adapter answered yes for."""
+    """make_plan on ``spec`` (with ``policy`` and ``options``, whose rules the adapter can
+    perform) proceeds exactly when the seed's decision on the adapter's answers for the
+    capabilities says so, and otherwise refuses with Unsupported naming the capability and
+    carrying the answer's reason. Returns whether it proceeded; a plan made is started, and
+    start must not refuse what the adapter answered yes for."""
     needed = needed_capabilities(spec)
     ctx.expect(
         capability in needed and Capability.ATTEMPT_INJECTION in needed,
@@ -193,7 +198,6 @@ def expect_capability_decision(
     )
     answer = answer_for(ctx, spec, capability)
     refusal = refusing(ctx, spec)
-    policy = Policy(rules=(Rule(kind=RuleKind.RESUBMIT),)) if options else None
     try:
         plan = ctx.plan(spec, policy, *options)
     except Unsupported as refused:
@@ -285,9 +289,12 @@ def attempt_injection_decision(ctx: Context) -> None:
     )
     specs = [ctx.spec(), ctx.spec(nodes=2)]
     specs += [ctx.spec(**needing(c)) for c in SPEC_NEEDED if c is not capability]
+    kinds = performable(ctx)
     for spec in specs[:2]:
         expect_capability_decision(ctx, spec, capability)
-        expect_capability_decision(ctx, spec, capability, *every_option)
+        if kinds:  # one rule the adapter can perform, so that every option applies to it
+            policy = Policy(rules=(Rule(kind=kinds[0]),))
+            expect_capability_decision(ctx, spec, capability, policy, *every_option)
     for spec in specs:
         answer = answer_for(ctx, spec, capability)
         ctx.expect(

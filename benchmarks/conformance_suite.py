@@ -1,0 +1,109 @@
+"""Figures for the conformance kit (a benchmark, not a test: it prints, it asserts nothing).
+
+    .venv/bin/python benchmarks/conformance_suite.py [--harness NAME ...] [--tier full]
+                                                     [--seed 0] [--processes 2]
+
+The wall time of the whole suite (every registered check of the tier) per harness: by default
+``memory-slurm``, ``memory-kubeflow`` and, when they are registered, ``slurm-sim`` and
+``slurm-sim-nocomment``; with the outcome counts, the time per suite, and the slowest checks.
+Then the totals: all harnesses one after the other, the simulator harnesses alone (the budget:
+well under a minute on 2 cores), and, with ``--processes N``, the wall time of the same run
+spread over N processes (one harness per process).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from conformance.checks import Outcome, checks, run_check
+from conformance.harnesses import harness_names, load_harness
+
+DEFAULT = ("memory-slurm", "memory-kubeflow", "slurm-sim", "slurm-sim-nocomment")
+SIMULATORS = ("slurm-sim", "slurm-sim-nocomment")
+
+
+@dataclass
+class Figures:
+    """One harness's run of the suite."""
+
+    harness: str
+    wall: float = 0.0
+    outcomes: Counter[str] = field(default_factory=Counter)
+    suites: dict[str, float] = field(default_factory=dict)
+    slowest: list[tuple[float, str, str]] = field(default_factory=list)
+
+
+def run_suite(harness_name: str, tier: str, seed: int) -> Figures:
+    """Every check of ``tier`` on ``harness_name``, timed."""
+    harness = load_harness(harness_name)
+    figures = Figures(harness_name)
+    suites: defaultdict[str, float] = defaultdict(float)
+    started = time.perf_counter()
+    try:
+        for check in checks(tier):
+            result = run_check(check, harness, seed)
+            figures.outcomes[result.outcome.value] += 1
+            suites[check.suite] += result.duration
+            figures.slowest.append((result.duration, check.id, result.outcome.value))
+    finally:
+        harness.close()
+    figures.wall = time.perf_counter() - started
+    figures.suites = dict(suites)
+    figures.slowest = sorted(figures.slowest, reverse=True)[:3]
+    return figures
+
+
+def show(figures: Figures) -> None:
+    counts = ", ".join(f"{figures.outcomes[o.value]} {o.value}" for o in Outcome)
+    suites = "  ".join(f"{name} {secs:5.2f}s" for name, secs in sorted(figures.suites.items()))
+    slow = ", ".join(f"{cid} {secs:.2f}s" for secs, cid, _ in figures.slowest)
+    print(f"{figures.harness:22} {figures.wall:7.2f} s   {counts}")
+    print(f"{'':22}   per suite: {suites}")
+    print(f"{'':22}   slowest:   {slow}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--harness", action="append", help="a harness name or module:factory")
+    parser.add_argument("--tier", default="full", choices=("smoke", "standard", "full"))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--processes", type=int, default=0, help="also time N processes")
+    args = parser.parse_args(argv)
+    known = set(harness_names())
+    chosen = args.harness or [name for name in DEFAULT if name in known]
+    missing = [name for name in DEFAULT if name not in known and not args.harness]
+    print(
+        f"the {args.tier} suite ({len(checks(args.tier))} checks), seed {args.seed}"
+        + (f"; not registered: {', '.join(missing)}" if missing else "")
+    )
+    results = []
+    for name in chosen:
+        figures = run_suite(name, args.tier, args.seed)
+        show(figures)
+        results.append(figures)
+    total = sum(f.wall for f in results)
+    simulated = sum(f.wall for f in results if f.harness in SIMULATORS)
+    print(f"{'total, one after another':34} {total:7.2f} s")
+    if any(f.harness in SIMULATORS for f in results):
+        print(f"{'the simulator harnesses alone':34} {simulated:7.2f} s")
+    if args.processes > 0:
+        started = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=args.processes) as pool:
+            list(pool.map(run_suite, chosen, [args.tier] * len(chosen), [args.seed] * len(chosen)))
+        wall = time.perf_counter() - started
+        print(f"{f'total on {args.processes} processes':34} {wall:7.2f} s")
+        sims = [name for name in chosen if name in SIMULATORS]
+        if sims:
+            started = time.perf_counter()
+            with ProcessPoolExecutor(max_workers=args.processes) as pool:
+                list(pool.map(run_suite, sims, [args.tier] * len(sims), [args.seed] * len(sims)))
+            wall = time.perf_counter() - started
+            print(f"{f'simulators on {args.processes} processes':34} {wall:7.2f} s")
+
+
+if __name__ == "__main__":
+    main()
