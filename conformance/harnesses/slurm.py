@@ -31,7 +31,7 @@ from conformance.harness import CannotInject, FaultInjector, Harness
 from dispatch_core import Backend, Clock, JobID, ObjectRef, Rejected, VirtualClock, WallClock
 from dispatch_core.clock import pause
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
-from simulators.slurm.execute import ExecuteMode
+from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode
 from simulators.slurm.trace import command_argv
 
 SLURM_COMMANDS: Final = ("sbatch", "squeue", "sacct", "scancel", "scontrol")
@@ -111,7 +111,9 @@ class _Execute(ExecuteMode):
             super()._on_event(event, job)
             return
         running = self._launch(job)
-        if self._exits(running, job):
+        if running is None:
+            self._ended(job, LAUNCH_FAILED)
+        elif self._exits(running, job):
             self._ended(job, self._reap(running, None))
         else:
             self.running[job.job_id] = running

@@ -39,6 +39,9 @@ from simulators.slurm.commands.scontrol import expand_path
 from simulators.slurm.controller import Job
 from simulators.slurm.sim import SlurmSim
 
+LAUNCH_FAILED: Final = 1
+"""The exit status of a job whose batch step could not start (its output file would not open)."""
+
 SRUN: Final = r"""#!/bin/sh
 # srun of the dispatch-kit Slurm simulator: one process per task, in order.
 while [ $# -gt 0 ]; do
@@ -103,6 +106,9 @@ class ExecuteMode:
     def _on_event(self, event: str, job: Job) -> None:
         if event == "start":
             running = self._launch(job)
+            if running is None:
+                self._ended(job, LAUNCH_FAILED)
+                return
             if job.submission.signal is not None:
                 # It expects a signal before its time limit: it runs on until one comes.
                 self.running[job.job_id] = running
@@ -192,11 +198,15 @@ class ExecuteMode:
 
     def run(self, job: Job) -> int:
         """Run ``job``'s script now, to its end; returns its exit status."""
-        status = self._reap(self._launch(job), self.timeout)
+        running = self._launch(job)
+        if running is None:
+            return LAUNCH_FAILED
+        status = self._reap(running, self.timeout)
         return status if status is not None else 128 + 9
 
-    def _launch(self, job: Job) -> _Running:
-        """Start ``job``'s script in its own process group, its output to its output files."""
+    def _launch(self, job: Job) -> _Running | None:
+        """Start ``job``'s script in its own process group, its output to its output files;
+        None when its output file cannot be opened (slurmstepd fails the batch step then)."""
         sub = job.submission
         work_dir = Path(sub.work_dir)
         stdout_path = Path(expand_path(sub.stdout or "slurm-%j.out", job, sub.work_dir))
@@ -209,8 +219,15 @@ class ExecuteMode:
         script.write_text(sub.script)
         script.chmod(0o700)
         cwd = work_dir if work_dir.is_dir() else Path(tempfile.gettempdir())
-        out = open(stdout_path, mode)  # noqa: SIM115  (closed when the process is reaped)
-        err = out if stderr_path == stdout_path else open(stderr_path, mode)  # noqa: SIM115
+        try:
+            out = open(stdout_path, mode)  # noqa: SIM115  (closed when the process is reaped)
+            err = out if stderr_path == stdout_path else open(stderr_path, mode)  # noqa: SIM115
+        except OSError as error:
+            self.sim.controller.log.append(
+                f"t={self.sim.controller.now} launch failed {job.job_id}: {error.strerror}"
+            )
+            shutil.rmtree(scratch, ignore_errors=True)
+            return None
         env = self.environment(job)
         if self.rank_env_dir is not None:
             ranks = self.rank_env_dir / f"{job.job_id}.{job.seq}.{job.restart_count}"

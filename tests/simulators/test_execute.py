@@ -138,3 +138,14 @@ def test_a_value_with_a_newline_survives_the_record(tmp_path: Path) -> None:
     [record] = mode.recorded
     assert record.job_id == int(done.stdout)
     assert record.ranks()[0]["Y"] == "a\nb=c"
+
+
+def test_an_output_file_that_cannot_be_opened_fails_the_job(tmp_path: Path) -> None:
+    """The batch step cannot start: the job fails, the simulator does not."""
+    sim = SlurmSim()
+    ExecuteMode(sim)
+    job = submit(sim, tmp_path, "--job-name=dj-NOOUT", "--output=/nonexistent-dir/%j.out")
+    sim.advance(5)
+    record = sim.controller.records(job)[-1]
+    assert (record.state, record.exit_code) == ("FAILED", 1)
+    assert any("launch failed" in line for line in sim.controller.log)
