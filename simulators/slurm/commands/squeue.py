@@ -1229,6 +1229,16 @@ def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
     return sorted(candidates, key=lambda j: j.seq)
 
 
+def _state_selected(view: JobView, states: list[tuple[str, bool]] | None) -> bool:
+    """``-t`` as squeue applies it; without it, pending, running, suspended and completing."""
+    if states is None:
+        return view.pending or view.base in ("RUNNING", "SUSPENDED") or "COMPLETING" in view.flags
+    return any(
+        (name in view.flags) if flag else (name == view.base and not view.flags)
+        for name, flag in states
+    )
+
+
 def _keep(job: Job, params: _Params, now: int) -> bool:
     """``_filter_job`` and ``_filter_job_part``."""
     if params.jobs is not None and not any(
@@ -1243,16 +1253,7 @@ def _keep(job: Job, params: _Params, now: int) -> bool:
         return False
     if params.qos is not None and not any(q.lower() == "normal" for q in params.qos):
         return False
-    view = JobView(job, now, "", "")
-    if params.all_states:
-        pass
-    elif params.states is not None:
-        if not any(
-            (name in view.flags) if flag else (name == view.base and not view.flags)
-            for name, flag in params.states
-        ):
-            return False
-    elif not (view.pending or view.base in ("RUNNING", "SUSPENDED") or "COMPLETING" in view.flags):
+    if not params.all_states and not _state_selected(JobView(job, now, "", ""), params.states):
         return False
     if params.nodes is not None and not (set(job.nodelist.split(",")) & params.nodes):
         return False
