@@ -12,7 +12,7 @@ from conformance.checks import (
     checks,
     run_check,
 )
-from conformance.harness import CannotInject, FaultInjector, Harness
+from conformance.harness import CannotInject, FaultInjector, Harness, HarnessUnavailable
 from conformance.plugin import suite_for
 
 __all__ = [
@@ -22,6 +22,7 @@ __all__ = [
     "Context",
     "FaultInjector",
     "Harness",
+    "HarnessUnavailable",
     "Outcome",
     "Result",
     "Skip",

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ulid import ULID
 
-from conformance.harness import CannotInject, FaultInjector, Harness
+from conformance.harness import CannotInject, FaultInjector, Harness, HarnessUnavailable
 from dispatch_core import (
     Backend,
     Capability,
@@ -160,8 +160,8 @@ class Context:
     # -- planning and starting --------------------------------------------------------------
 
     def spec(self, **fields: Any) -> JobSpec:
-        """A job spec for this check: ``true`` unless told otherwise."""
-        fields.setdefault("command", ("true",))
+        """A job spec for this check: the harness's job command unless told otherwise."""
+        fields.setdefault("command", self.harness.job_command())
         return JobSpec(**fields)
 
     def plan(
@@ -280,6 +280,8 @@ def run_check(check: Check, harness: Harness, seed: int = 0) -> Result:
         outcome, reason = Outcome.SKIPPED, str(missing)
     except CheckFailed as failure:
         outcome, reason = Outcome.FAILED, _failure(check, str(failure), replay)
+    except HarnessUnavailable as missing:
+        outcome, reason = Outcome.FAILED, f"harness {harness.name} unavailable: {missing}"
     except DispatchError as error:
         did = f"raised {type(error).__name__}: {error}"
         outcome, reason = Outcome.FAILED, _failure(check, did, replay)

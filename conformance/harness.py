@@ -23,6 +23,11 @@ class CannotInject(Exception):
         self.fault = fault
 
 
+class HarnessUnavailable(Exception):
+    """Raised by a harness whose target is missing where it must not be skipped (a real
+    cluster under ``CI=true``): every check fails with this reason instead of skipping."""
+
+
 class FaultInjector:
     """The faults a harness can cause on its target, each acting on one object, as the
     scheduler or an administrator would (never through the adapter under test).
@@ -98,6 +103,13 @@ class Harness(ABC):
     def clock(self, backend: Backend) -> Clock:
         """The clock ``backend``'s cluster runs on; every wait in a check goes through it (a
         virtual clock makes waits free)."""
+
+    def job_command(self) -> tuple[str, ...]:
+        """The command of the checks' jobs when a check names none. The default, ``true``,
+        suits a harness whose scheduler decides when a job ends (a simulator); a harness on a
+        real scheduler returns a command that runs until its fault injector's ``finish`` or a
+        stop ends it, so that a started object stays running as the checks expect."""
+        return ("true",)
 
     def faults(self, backend: Backend) -> FaultInjector:
         """The fault injector of ``backend``'s cluster. The default injects nothing."""

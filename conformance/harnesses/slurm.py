@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from adapters.slurm import LocalTransport, SlurmBackend, Transport
-from conformance.harness import CannotInject, FaultInjector, Harness
+from conformance.harness import CannotInject, FaultInjector, Harness, HarnessUnavailable
 from dispatch_core import Backend, Clock, JobID, ObjectRef, Rejected, VirtualClock, WallClock
 from dispatch_core.clock import pause
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
@@ -409,23 +409,56 @@ def _cluster(backend: Backend) -> SimCluster:
 
 class LocalSlurm(_ReplyLosing):
     """The Slurm commands of this host, with the lost-reply fault: the command runs on the real
-    cluster, and its reply is dropped."""
+    cluster, and its reply is dropped. Every id sbatch hands out is told to the harness."""
 
-    def __init__(self, transport: Transport) -> None:
+    def __init__(self, transport: Transport, handed_out: Callable[[str], None]) -> None:
         super().__init__()
         self.transport = transport
+        self.handed_out = handed_out
 
     def run(
         self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
     ) -> subprocess.CompletedProcess[str]:
         done = self.transport.run(argv, stdin=stdin, timeout=timeout)
-        if self.take(command_argv(argv)):
+        words = command_argv(argv)
+        if _program(words) == "sbatch" and done.returncode == 0:
+            self.handed_out(done.stdout.strip().split(";", 1)[0])
+        if self.take(words):
             raise subprocess.TimeoutExpired(list(argv), timeout or 0.0)
         return done
 
 
+JOB_COMMAND_SCRIPT: Final = """\
+run="$1/$SLURM_JOB_ID.$SLURM_JOB_NAME.${SLURM_RESTART_COUNT:-0}"
+mkdir -p "$run" || exit 97
+env -0 > "$run/.$SLURM_PROCID" && mv "$run/.$SLURM_PROCID" "$run/$SLURM_PROCID.env" || exit 97
+while [ ! -e "$run/exit" ]; do sleep 0.2; done
+read -r code < "$run/exit"
+exit "$code"
+"""
+"""The checks' job command on a real cluster (run by every task): record the task's
+environment in the control directory ``$1``, one directory per execution (job id, name,
+restart count), then wait for the harness to write the exit code the fault ``finish`` asks."""
+FILLER_NAME: Final = "dispatch-harness-filler"
+PENDING_STATES: Final = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"})
+HELD_REASONS: Final = frozenset({"JobHeldUser", "JobHeldAdmin"})
+
+
+@dataclasses.dataclass(frozen=True)
+class SqueueRow:
+    state: str
+    reason: str
+    start: int | None
+    """The expected start time (epoch seconds), when squeue gives one."""
+
+
 class LocalFaults(FaultInjector):
-    """The faults a job's owner can really cause on a real cluster; the rest cannot be."""
+    """The faults a job's owner or the cluster's administrator can really cause on a real
+    cluster: let run (by waiting), finish (the harness's job command exits with the code
+    asked), requeue underneath (``scontrol requeue``), purge (by waiting past MinJobAge), id
+    reuse (driving the id counter around MaxJobId with held filler jobs), lost replies and
+    look-alike jobs. Losing a node cannot be done to one job alone, and comments are lost only
+    where the cluster's accounting keeps none."""
 
     def __init__(self, harness: SlurmLocalHarness, backend: SlurmBackend) -> None:
         self.harness = harness
@@ -436,39 +469,97 @@ class LocalFaults(FaultInjector):
     def _run(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return self.harness.command(list(argv), stdin=stdin)
 
-    def _state(self, ref: ObjectRef) -> str | None:
-        """The state squeue shows for the ref's job (None once it has left squeue)."""
-        done = self._run("squeue", "-j", ref.id, "-h", "-t", "all", "-o", "%T|%j|%r")
+    def _row(self, ref: ObjectRef) -> SqueueRow | None:
+        """The ref's job as squeue shows it (None once it has left squeue, or when the id
+        now belongs to a job of another name)."""
+        done = self._run("squeue", "-j", ref.id, "-h", "-t", "all", "-o", "%T|%r|%S|%j")
         for line in done.stdout.splitlines():
-            state, _, rest = line.partition("|")
-            name, _, _reason = rest.rpartition("|")
+            state, reason, start, name = [*line.split("|", 3), "", "", ""][:4]
             if name == ref.uid:
-                return state
+                return SqueueRow(state, reason, int(start) if start.isdigit() else None)
         return None
 
-    def _wait(self, ready: Callable[[str | None], bool], ref: ObjectRef, bound: float) -> bool:
+    def _state(self, ref: ObjectRef) -> str | None:
+        row = self._row(ref)
+        return None if row is None else row.state
+
+    def _wait(
+        self, ready: Callable[[SqueueRow | None], bool], ref: ObjectRef, bound: float
+    ) -> bool:
         waited = 0.0
         while True:
-            if ready(self._state(ref)):
+            if ready(self._row(ref)):
                 return True
             if waited >= bound:
                 return False
-            pause(self.clock, 1.0)
-            waited += 1.0
+            pause(self.clock, 0.5)
+            waited += 0.5
+
+    # -- the scheduler -----------------------------------------------------------------------------
 
     def let_run(self, ref: ObjectRef) -> None:
-        """Wait for the real scheduler to start the job (it cannot be made to)."""
+        """Wait for the real scheduler to start the job (it cannot be made to), and for every
+        task of the harness's job command to have recorded its environment."""
         bound = self.harness.bound
-        if not self._wait(lambda state: state not in ("PENDING", "CONFIGURING"), ref, bound):
+
+        def started(row: SqueueRow | None) -> bool:
+            if row is None or row.state not in PENDING_STATES:
+                return True
+            if row.reason in HELD_REASONS or (
+                row.reason == "BeginTime"
+                and row.start is not None
+                and row.start > self.clock.now() + bound
+            ):
+                raise Rejected(
+                    f"job {ref.id} is held ({row.reason}, eligible at {row.start}): "
+                    "the scheduler will not start it"
+                )
+            return False
+
+        if not self._wait(started, ref, bound):
             raise CannotInject(f"let_run (job {ref.id} did not start within {bound:.0f} s)")
-        if self._state(ref) is None:
+        row = self._row(ref)
+        if row is None:
             raise Rejected(f"job {ref.id} left squeue before it could be seen running")
+        if row.state == "RUNNING":
+            self._await_tasks(ref)
+
+    def _await_tasks(self, ref: ObjectRef) -> None:
+        """Wait (bounded) until the current execution's tasks have all recorded themselves; a
+        job running a command of its own records nothing, and is not waited for long."""
+        tasks = self.harness.tasks(ref)
+        waited = 0.0
+        while waited < self.harness.task_bound:
+            run = self.harness.current_run(ref)
+            if run is not None and len(run[1]) >= tasks:
+                return
+            if self._state(ref) != "RUNNING":
+                return
+            pause(self.clock, 0.2)
+            waited += 0.2
 
     def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
-        raise CannotInject("finish (a real job's exit status is its command's own)")
+        self.let_run(ref)
+        run = self.harness.current_run(ref)
+        if run is None or self._state(ref) != "RUNNING":
+            raise CannotInject(f"finish (job {ref.id} does not run the harness's job command)")
+        self.harness.control(
+            "finish",
+            'printf "%s\\n" "$1" > "$2/.exit" && mv "$2/.exit" "$2/exit"',
+            str(exit_code),
+            run[0],
+        )
+        if not self._wait(
+            lambda row: row is None or row.state not in ("RUNNING", "COMPLETING"), ref, 30.0
+        ):
+            raise CannotInject(
+                f"finish (job {ref.id} was still running 30 s after its command was told to exit)"
+            )
 
     def lose_node(self, ref: ObjectRef) -> None:
         raise CannotInject("lose_node (downing a real node would hit every job on it)")
+
+    # -- an administrator ------------------------------------------------------------------------
 
     def requeue_underneath(self, ref: ObjectRef) -> None:
         self.let_run(ref)
@@ -479,25 +570,67 @@ class LocalFaults(FaultInjector):
             done = self._run(*argv)
             if done.returncode != 0:
                 raise CannotInject(f"requeue_underneath ({' '.join(argv)}: {done.stderr.strip()})")
-        self._wait(lambda state: state != "COMPLETING", ref, 60.0)
+        self._wait(lambda row: row is None or row.state != "COMPLETING", ref, 60.0)
 
-    def purge(self, ref: ObjectRef) -> None:
+    def _purge_bound(self) -> float:
         age = self.harness.min_job_age
         if age is None or age > 120:
             raise CannotInject(f"purge (MinJobAge is {age} s here: too long to wait for)")
+        # slurmctld purges every max(10, MinJobAge) s the jobs that ended MinJobAge s ago.
+        return age + max(10, age) + 10.0
+
+    def purge(self, ref: ObjectRef) -> None:
+        bound = self._purge_bound()
         self._run("scancel", f"--name={ref.uid}", ref.id)
-        if not self._wait(lambda state: state is None, ref, age + 120.0):
+        if not self._wait(lambda row: row is None, ref, bound):
             raise CannotInject(f"purge (job {ref.id} stayed in squeue past MinJobAge)")
 
+    def _id_free(self, job_id: str) -> bool:
+        done = self._run("squeue", "-j", job_id, "-h", "-t", "all", "-o", "%i")
+        return job_id not in done.stdout.split()
+
+    def _gone(self, ref: ObjectRef) -> None:
+        """End the ref's job and wait until its id has left slurmctld's memory."""
+        bound = self._purge_bound()
+        self._run("scancel", f"--name={ref.uid}", ref.id)
+        waited = 0.0
+        while not self._id_free(ref.id):
+            if waited >= bound:
+                raise CannotInject(f"reuse_id (job {ref.id} stayed in squeue past MinJobAge)")
+            pause(self.clock, 0.5)
+            waited += 0.5
+        self.harness.forget(ref)
+
+    def _drive_ids(self, stop_at: str, keep: bool) -> str:
+        """Submit held filler jobs (cancelling each) until slurmctld hands out ``stop_at``;
+        that filler is kept (the occupant) when ``keep``. Returns its id."""
+        first, last = self.harness.id_range()
+        for _ in range(2 * (last - first + 1) + 2):
+            native = self.harness.filler()
+            if native != stop_at or not keep:
+                self._run("scancel", native)
+            if native == stop_at:
+                return native
+        raise CannotInject(f"reuse_id (slurmctld never handed out id {stop_at})")
+
     def reuse_id(self, ref: ObjectRef) -> None:
-        raise CannotInject("reuse_id (a real slurmctld's job id counter cannot be driven)")
+        self._gone(ref)
+        self.harness.injected.append(self._drive_ids(ref.id, keep=True))
 
     def reuse_id_next(self, ref: ObjectRef) -> None:
-        raise CannotInject("reuse_id_next (a real slurmctld's job id counter cannot be driven)")
+        self._gone(ref)
+        first, last = self.harness.id_range()
+        target = int(ref.id)
+        before = str(target - 1 if target > first else last)
+        if self.harness.last_id() != before:
+            self._drive_ids(before, keep=False)
 
     def lose_comments(self) -> None:
         if self.backend.job_comment is not False:
-            raise CannotInject("lose_comments (this cluster's accounting configuration decides)")
+            raise CannotInject(
+                "lose_comments (this cluster's accounting keeps comments: run the suite again "
+                "after ci/slurm-up.sh --no-job-comment)"
+            )
 
     def lose_next_reply(self, operation: str) -> None:
         if not isinstance(self.slurm, _ReplyLosing):
@@ -518,53 +651,73 @@ class LocalFaults(FaultInjector):
 
 class SlurmLocalHarness(Harness):
     """The Slurm adapter on a real Slurm reached through this machine's commands (a login
-    node). Without one (no ``sbatch`` on PATH, or slurmctld does not answer), every check is
-    skipped with the reason. It can let jobs run (by waiting), requeue underneath (as the
-    job's owner or root may), purge (by waiting, when MinJobAge is short), lose replies and
-    inject named jobs; it cannot finish a job with an exit code, reuse an id, lose a node or
-    see each rank's environment."""
+    node whose filesystem the jobs share). Without one (no ``sbatch`` on PATH, or slurmctld
+    does not answer), every check is skipped with the reason, except under ``CI=true``, where
+    a missing Slurm fails every check: CI must not pass without it.
+
+    The checks' jobs run :data:`JOB_COMMAND_SCRIPT`, which records each task's environment in
+    a control directory and runs until ``finish`` writes its exit code; so the harness sees
+    every rank of every execution, as on the simulator."""
 
     name = "slurm-local"
+    required_under_ci = True
+    """Whether ``CI=true`` turns a missing Slurm into failures (CI starts this one)."""
 
     def __init__(
         self,
         transport: Transport | None = None,
         clock: Clock | None = None,
         bound: float = 300.0,
+        task_bound: float = 30.0,
     ) -> None:
         self.transport = transport if transport is not None else LocalTransport()
         self.wall: Clock = clock if clock is not None else WallClock()
         self.bound = bound
+        self.task_bound = task_bound
         self.injected: list[str] = []
         self._config: dict[str, str] | None = None
         self._reason: str | None = None
+        self._control: str | None = None
+        self._last_id: str | None = None
 
     def command(
         self, argv: list[str], stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """One Slurm command of the harness's own (an administrator's, not the adapter's)."""
-        return self.transport.run(["env", "LC_ALL=C", *argv], stdin=stdin, timeout=30.0)
+        return self.transport.run(
+            ["env", "LC_ALL=C", "TZ=UTC", "SLURM_TIME_FORMAT=%s", *argv], stdin=stdin, timeout=60.0
+        )
+
+    # -- the cluster's configuration --------------------------------------------------------------
 
     def slurm_config(self) -> dict[str, str]:
-        """``scontrol show config``, or CannotInject("a real Slurm: <why there is none>")."""
+        """``scontrol show config``, or CannotInject("a real Slurm: <why there is none>");
+        under ``CI=true``, HarnessUnavailable instead."""
         if self._config is None and self._reason is None:
             self._reason = self._probe()
         if self._reason is not None:
+            if self.required_under_ci and os.environ.get("CI") == "true":
+                raise HarnessUnavailable(
+                    f"{self.name} needs a real Slurm under CI=true (start it with "
+                    f"ci/slurm-up.sh): {self._reason}"
+                )
             raise CannotInject(f"a real Slurm: {self._reason}")
         assert self._config is not None
         return self._config
 
     def _probe(self) -> str | None:
-        if shutil.which("sbatch") is None:
+        if isinstance(self.transport, LocalTransport) and shutil.which("sbatch") is None:
             return "no sbatch on PATH"
         try:
             done = self.command(["scontrol", "show", "config"])
         except FileNotFoundError:
             return "no scontrol on PATH"
         except subprocess.TimeoutExpired:
-            return "scontrol show config did not answer within 30 s"
+            return "scontrol show config did not answer within 60 s"
         if done.returncode != 0:
             why = (done.stderr.strip() or done.stdout.strip()).splitlines()
+            if done.returncode == 127 or (why and "No such file" in why[0]):
+                return "no scontrol on PATH"
             return f"scontrol show config failed ({why[0] if why else done.returncode})"
         config = {}
         for line in done.stdout.splitlines():
@@ -576,10 +729,126 @@ class SlurmLocalHarness(Harness):
         self._config = config
         return None
 
+    def _number(self, key: str) -> int | None:
+        text = self.slurm_config().get(key, "").split()
+        return int(text[0]) if text and text[0].isdigit() else None
+
     @property
     def min_job_age(self) -> int | None:
-        text = self.slurm_config().get("MinJobAge", "").split()
-        return int(text[0]) if text and text[0].isdigit() else None
+        return self._number("MinJobAge")
+
+    def id_range(self) -> tuple[int, int]:
+        """The ids slurmctld hands out: FirstJobId to MaxJobId - 1."""
+        first, maximum = self._number("FirstJobId"), self._number("MaxJobId")
+        if first is None or maximum is None or maximum - first > 1000:
+            raise CannotInject(
+                f"reuse_id (MaxJobId {maximum} - FirstJobId {first}: too many ids to drive "
+                "the counter around; ci/slurm-up.sh --max-job-id sets a small one)"
+            )
+        return first, maximum - 1
+
+    # -- ids handed out, and filler jobs ------------------------------------------------------
+
+    def handed_out(self, native: str) -> None:
+        self._last_id = native
+
+    def last_id(self) -> str | None:
+        """The id slurmctld last handed out, as far as this harness saw (it assumes nobody
+        else submits to the cluster; a wrong guess only costs filler jobs)."""
+        return self._last_id
+
+    def filler(self) -> str:
+        """Submit a held job of the harness's own and return its id; waits (bounded) while
+        the cluster is at MaxJobCount, which would make sbatch retry for up to 120 s."""
+        first, last = self.id_range()
+        room = last - first + 1 - 2
+        waited = 0.0
+        while len(self.command(["squeue", "-h", "-t", "all", "-o", "%i"]).stdout.split()) >= room:
+            if waited >= 60.0:
+                raise CannotInject("reuse_id (the cluster stayed at MaxJobCount for 60 s)")
+            pause(self.wall, 1.0)
+            waited += 1.0
+        done = self.command(
+            ["sbatch", "--parsable", "--hold", f"--job-name={FILLER_NAME}",
+             "--output=/dev/null", "--time=1"],
+            stdin=FOREIGN_SCRIPT,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise CannotInject(f"reuse_id (sbatch of a filler job refused: {done.stderr.strip()})")
+        native = done.stdout.strip().split(";", 1)[0]
+        self.handed_out(native)
+        return native
+
+    # -- the job command and its control directory ------------------------------------------------
+
+    def control_dir(self) -> str:
+        """The directory the jobs' command records into and reads its exit code from (made on
+        first use on the cluster's side, removed by :meth:`close`)."""
+        if self._control is None:
+            done = self.command(["mktemp", "-d", "/tmp/dispatch-harness.XXXXXX"])
+            if done.returncode != 0:
+                raise CannotInject(f"a control directory ({done.stderr.strip()})")
+            self._control = done.stdout.strip()
+        return self._control
+
+    def job_command(self) -> tuple[str, ...]:
+        return ("sh", "-c", JOB_COMMAND_SCRIPT, "dispatch-harness", self.control_dir())
+
+    def control(self, what: str, script: str, *args: str) -> str:
+        """Run ``sh -c script`` with ``args`` on the cluster's side; its stdout."""
+        done = self.command(["sh", "-c", script, "dispatch-harness", *args])
+        if done.returncode != 0:
+            raise CannotInject(f"{what} ({done.stderr.strip() or done.returncode})")
+        return done.stdout
+
+    def runs(self, ref: ObjectRef) -> list[tuple[str, list[dict[str, str]]]]:
+        """Each execution the ref's job recorded, in order: its directory and its tasks'
+        environments, by rank."""
+        out = self.control(
+            "executions",
+            'cd "$1" || exit 1\n'
+            'for f in "$2".*/*.env; do [ -e "$f" ] || continue; printf "%s\\0" "$f"; '
+            'cat "$f"; printf "\\0"; done',
+            self.control_dir(),
+            f"{ref.id}.{ref.uid}",
+        )
+        runs: dict[int, dict[int, dict[str, str]]] = {}
+        for chunk in out.split("\0\0"):
+            if not chunk:
+                continue
+            path, *entries = chunk.split("\0")
+            run, _, task = path.partition("/")
+            restart, rank = run.rsplit(".", 1)[-1], task.removesuffix(".env")
+            if not (restart.isdigit() and rank.isdigit()):
+                continue
+            env = dict(entry.partition("=")[::2] for entry in entries if entry)
+            runs.setdefault(int(restart), {})[int(rank)] = env
+        base = self.control_dir()
+        return [
+            (f"{base}/{ref.id}.{ref.uid}.{restart}", [tasks[r] for r in sorted(tasks)])
+            for restart, tasks in sorted(runs.items())
+        ]
+
+    def current_run(self, ref: ObjectRef) -> tuple[str, list[dict[str, str]]] | None:
+        runs = self.runs(ref)
+        return runs[-1] if runs else None
+
+    def tasks(self, ref: ObjectRef) -> int:
+        """How many tasks the ref's job runs (``NumTasks`` of scontrol show job; 1 if unknown)."""
+        done = self.command(["scontrol", "show", "job", "-o", ref.id])
+        for word in done.stdout.split():
+            key, _, value = word.partition("=")
+            if key == "NumTasks" and value.isdigit():
+                return int(value)
+        return 1
+
+    def forget(self, ref: ObjectRef) -> None:
+        """Drop what the ref's job recorded, before its id is handed to another job."""
+        self.control(
+            "forget", 'cd "$1" && rm -rf -- "$2".*', self.control_dir(), f"{ref.id}.{ref.uid}"
+        )
+
+    # -- the Harness contract ---------------------------------------------------------------------
 
     def new_backend(self) -> Backend:
         config = self.slurm_config()
@@ -588,7 +857,7 @@ class SlurmLocalHarness(Harness):
             ("job_comment" in config.get("AccountingStoreFlags", "")) if accounting else None
         )
         return SlurmBackend(
-            LocalSlurm(self.transport),
+            LocalSlurm(self.transport, self.handed_out),
             config.get("ClusterName") or "slurm",
             clock=self.wall,
             job_comment=job_comment,
@@ -605,13 +874,16 @@ class SlurmLocalHarness(Harness):
         return LocalFaults(self, _slurm(backend))
 
     def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
-        raise CannotInject("executions (a real srun leaves no record of each task's environment)")
+        return [tasks for _, tasks in self.runs(ref)]
 
     def close(self) -> None:
-        """Cancel the look-alike jobs the harness injected."""
+        """Cancel the jobs the harness injected, and remove its control directory."""
         if self.injected:
             self.command(["scancel", *self.injected])
             self.injected.clear()
+        if self._control is not None:
+            self.command(["rm", "-rf", "--", self._control])
+            self._control = None
 
 
 def slurm_sim() -> SlurmSimHarness:

@@ -67,9 +67,8 @@ def call(ctx: Context, what: str, action: Callable[[], T]) -> T:
 
 
 def long_spec(ctx: Context, **fields: object) -> JobSpec:
-    """The check's spec for an object that must stay running once started: the harness keeps
-    a started object running until a fault or a stop ends it, so the command is the default
-    (a harness that executes commands for real must not be made to wait on them)."""
+    """The check's spec for an object that must stay running once started: the harness's job
+    command, which runs until a fault (``finish``) or a stop ends it."""
     return ctx.spec(**fields)
 
 

@@ -240,7 +240,7 @@ class Run:
         for letter, job in jobs.items():
             key = (backend.name, job)
             if key not in self._plans:
-                self._plans[key] = make_plan(backend, machine_spec(), None, with_job(job))
+                self._plans[key] = make_plan(backend, machine_spec(self.ctx), None, with_job(job))
             chosen[letter] = self._plans[key]
         return chosen
 
@@ -1108,10 +1108,11 @@ def named_by_job(ref: ObjectRef) -> bool:
     return ref.uid.lower().startswith(JobID.DISCOVERY_PREFIX)
 
 
-def machine_spec() -> JobSpec:
-    """Two nodes, so that a second rank exists. The command is ``true``: on a simulator the
-    job then runs on in virtual time until a fault ends it, and a real cluster ends it soon."""
-    return JobSpec(command=("true",), nodes=2)
+def machine_spec(ctx: Context) -> JobSpec:
+    """Two nodes, so that a second rank exists, running the harness's job command (on a
+    simulator, ``true`` runs on in virtual time until a fault ends it; on a real cluster, a
+    command that runs until the harness finishes it)."""
+    return ctx.spec(nodes=2)
 
 
 def machine_settings() -> settings:
@@ -1132,7 +1133,7 @@ def drive(ctx: Context, focus: Focus, needs: tuple[str, ...]) -> None:
     """Run the machine under ``focus`` with Hypothesis seeded from the run's seed; a failure
     says what broke, the seed, and the shrunk program."""
     try:
-        make_plan(ctx.backend, machine_spec(), None, with_job(ctx.job_id()))
+        make_plan(ctx.backend, machine_spec(ctx), None, with_job(ctx.job_id()))
     except Unsupported as refused:
         raise Skip(f"the adapter cannot plan a two-node job: {refused}") from None
     run = Run(ctx, focus)

@@ -482,7 +482,8 @@ def test_slurm_local_against_the_simulator_s_path_shims(
     )  # fmt: skip
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    harness = SlurmLocalHarness(clock=ShimClock(state), bound=30)
+    # The shims run no job command: a started job records no tasks, so do not wait for them.
+    harness = SlurmLocalHarness(clock=ShimClock(state), bound=30, task_bound=0)
     backend = harness.new_backend()
     assert isinstance(backend, SlurmBackend)
     assert (backend.name, backend.job_comment) == ("shimmed", True)
@@ -505,16 +506,17 @@ def test_slurm_local_against_the_simulator_s_path_shims(
     faults.purge(other)  # cancelled, then MinJobAge waited for on the cluster's clock
     assert backend.open(other).state is State.CANCELLED
     assert "accounting" in backend.open(other).detail
+    with pytest.raises(Rejected, match="held"):
+        faults.let_run(ref)  # held through StartTime: told at once, not waited for
+    third = backend.start(make_plan(backend, JobSpec(command=("true",))), 1, 1)
     for fault, call in (
-        ("finish", lambda: faults.finish(ref, 1)),
-        ("reuse_id", lambda: faults.reuse_id(ref)),
-        ("reuse_id_next", lambda: faults.reuse_id_next(ref)),
+        ("finish", lambda: faults.finish(third, 1)),  # it runs ``true``, not the job command
         ("lose_node", lambda: faults.lose_node(ref)),
         ("lose_comments", faults.lose_comments),
-        ("executions", lambda: harness.executions(backend, ref)),
     ):
         with pytest.raises(CannotInject, match=fault):
             call()
+    assert harness.executions(backend, ref) == []  # nothing ran the harness's job command
     harness.close()  # cancels the injected job
     seen = {o.ref.id: o for o in backend.find(plan.job)}
     assert seen[garbage].state is State.CANCELLED and seen[ref.id].state is State.HELD
