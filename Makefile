@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit slurm-local clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,13 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest
 
-test: lint typecheck unit
+# The conformance suites against the real Slurm on this machine (ci/slurm-up.sh starts one):
+# without one every check is skipped with the reason, except under CI=true, where they fail.
+SLURM_MODE = $(shell scontrol show config 2>/dev/null | grep -q 'AccountingStoreFlags *= *.*job_comment' && echo comment || echo nocomment)
+slurm-local: $(STAMP)
+	$(BIN)/dispatch-conformance run --harness slurm-local --report-dir reports/slurm-local-$(SLURM_MODE)
+
+test: lint typecheck unit slurm-local
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

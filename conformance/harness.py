@@ -88,6 +88,11 @@ class Harness(ABC):
     never share a backend between checks. :meth:`close` is called once at the end."""
 
     name: str = "unnamed"
+    stateful_examples: int | None = None
+    """How many programs each stateful check generates (None: the suite's own number); a
+    harness whose every step takes real seconds lowers it, and says so in its docs."""
+    stateful_steps: int | None = None
+    """How many steps each generated program takes at most (None: the suite's own number)."""
 
     @abstractmethod
     def new_backend(self) -> Backend:

@@ -662,6 +662,10 @@ class SlurmLocalHarness(Harness):
     name = "slurm-local"
     required_under_ci = True
     """Whether ``CI=true`` turns a missing Slurm into failures (CI starts this one)."""
+    stateful_examples = 2
+    stateful_steps = 8
+    # A real cluster's steps take real seconds (a requeued job waits cred_expire + 1 s, a
+    # purge up to MinJobAge + 10 s): a few short programs per stateful check.
 
     def __init__(
         self,

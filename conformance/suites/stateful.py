@@ -51,7 +51,7 @@ from hypothesis.stateful import (
 from ulid import ULID
 
 from conformance.checks import CheckFailed, Context, Skip, Tier, check
-from conformance.harness import CannotInject, FaultInjector
+from conformance.harness import CannotInject, FaultInjector, Harness
 from dispatch_core import (
     Backend,
     Capability,
@@ -1115,10 +1115,12 @@ def machine_spec(ctx: Context) -> JobSpec:
     return ctx.spec(nodes=2)
 
 
-def machine_settings() -> settings:
+def machine_settings(harness: Harness) -> settings:
+    """Hypothesis's settings: the harness's budget of programs and steps (a real cluster's
+    steps take real seconds), the suite's by default."""
     return settings(
-        max_examples=EXAMPLES,
-        stateful_step_count=STEPS,
+        max_examples=harness.stateful_examples or EXAMPLES,
+        stateful_step_count=harness.stateful_steps or STEPS,
         deadline=None,
         database=None,
         derandomize=False,
@@ -1144,7 +1146,7 @@ def drive(ctx: Context, focus: Focus, needs: tuple[str, ...]) -> None:
     factory = seed(ctx.seed)(factory)
     try:
         with shrinking_budget(SHRINK_SECONDS), with_reporter(run.heard):
-            run_state_machine_as_test(factory, settings=machine_settings())  # type: ignore[arg-type]
+            run_state_machine_as_test(factory, settings=machine_settings(ctx.harness))  # type: ignore[arg-type]
     except Exception as failure:  # a CheckFailed, an adapter's error, or Flaky
         raise CheckFailed(report(ctx, run, failure)) from None
     if not run.exercised:
