@@ -42,6 +42,13 @@ Options (environment variable in brackets):
   --min-job-age N        [SLURM_LAB_MIN_JOB_AGE] MinJobAge in seconds (default 2; Slurm forces >= 2)
   --cred-expire N        [SLURM_LAB_CRED_EXPIRE] add AuthInfo=cred_expire=N (N >= 5); also sets the
                          requeue delay. Default: unset, i.e. Slurm's 120 s
+  --cpus N               [SLURM_LAB_CPUS] CPUs (cores) each node declares, 1..64 (default: this
+                         host's, from slurmd -C). More than the host has is allowed
+                         (SlurmdParameters=config_overrides): jobs that mostly wait can then run
+                         side by side, as the conformance suites' jobs do
+  --sched-interval N     [SLURM_LAB_SCHED_INTERVAL] SchedulerParameters=sched_interval=N: seconds
+                         between the main scheduler's periodic passes, which start a job whose
+                         begin time has passed (a requeued one). Default: unset, i.e. Slurm's 60
   --no-install           [SLURM_LAB_INSTALL=0] never run apt-get; fail if a package is missing
   -h, --help             show this help and exit
 
@@ -75,6 +82,8 @@ FIRST_JOB_ID=${SLURM_LAB_FIRST_JOB_ID:-1}
 MAX_JOB_ID=${SLURM_LAB_MAX_JOB_ID:-20}
 MIN_JOB_AGE=${SLURM_LAB_MIN_JOB_AGE:-2}
 CRED_EXPIRE=${SLURM_LAB_CRED_EXPIRE:-}
+CPUS=${SLURM_LAB_CPUS:-}
+SCHED_INTERVAL=${SLURM_LAB_SCHED_INTERVAL:-}
 CLUSTER=${SLURM_LAB_CLUSTER:-lab}
 USERS_RAW=${SLURM_LAB_USERS:-root}
 DB_PASS=${SLURM_LAB_DB_PASS:-slurmlab}
@@ -88,6 +97,8 @@ set_num_opt() { # option value
 	--max-job-id) MAX_JOB_ID=$2 ;;
 	--min-job-age) MIN_JOB_AGE=$2 ;;
 	--cred-expire) CRED_EXPIRE=$2 ;;
+	--cpus) CPUS=$2 ;;
+	--sched-interval) SCHED_INTERVAL=$2 ;;
 	esac
 }
 
@@ -100,12 +111,12 @@ while (($#)); do
 	--job-comment) JOB_COMMENT=1 ;;
 	--no-job-comment) JOB_COMMENT=0 ;;
 	--no-install) INSTALL=0 ;;
-	--nodes | --first-job-id | --max-job-id | --min-job-age | --cred-expire)
+	--nodes | --first-job-id | --max-job-id | --min-job-age | --cred-expire | --cpus | --sched-interval)
 		(($# >= 2)) || die_usage "option $1 needs a value"
 		set_num_opt "$1" "$2"
 		shift
 		;;
-	--nodes=* | --first-job-id=* | --max-job-id=* | --min-job-age=* | --cred-expire=*)
+	--nodes=* | --first-job-id=* | --max-job-id=* | --min-job-age=* | --cred-expire=* | --cpus=* | --sched-interval=*)
 		set_num_opt "${1%%=*}" "${1#*=}"
 		;;
 	*) die_usage "unknown argument: $1" ;;
@@ -130,6 +141,12 @@ fi
 is_uint "$MIN_JOB_AGE" || die_usage "bad --min-job-age/SLURM_LAB_MIN_JOB_AGE '$MIN_JOB_AGE' (want an integer >= 0)"
 if [[ -n $CRED_EXPIRE ]] && { ! is_uint "$CRED_EXPIRE" || ((CRED_EXPIRE < 5)); }; then
 	die_usage "bad --cred-expire/SLURM_LAB_CRED_EXPIRE '$CRED_EXPIRE' (want an integer >= 5)"
+fi
+if [[ -n $CPUS ]] && { ! is_uint "$CPUS" || ((CPUS < 1 || CPUS > 64)); }; then
+	die_usage "bad --cpus/SLURM_LAB_CPUS '$CPUS' (want an integer 1..64)"
+fi
+if [[ -n $SCHED_INTERVAL ]] && { ! is_uint "$SCHED_INTERVAL" || ((SCHED_INTERVAL < 1)); }; then
+	die_usage "bad --sched-interval/SLURM_LAB_SCHED_INTERVAL '$SCHED_INTERVAL' (want an integer >= 1)"
 fi
 [[ $CLUSTER =~ ^[a-z0-9][a-z0-9_-]{0,39}$ ]] ||
 	die_usage "bad SLURM_LAB_CLUSTER '$CLUSTER' (want lowercase letters, digits, '_' or '-', at most 40)"
@@ -497,6 +514,9 @@ if SLURMD_C=$(slurmd -C 2>/dev/null); then
 	fi
 fi
 [[ $TOPO == *CPUs=* ]] || TOPO="CPUs=$(nproc)"
+if [[ -n $CPUS ]]; then
+	TOPO="CPUs=$CPUS Boards=1 SocketsPerBoard=1 CoresPerSocket=$CPUS ThreadsPerCore=1"
+fi
 MEM_KB=0
 while read -r key val _; do
 	if [[ $key == MemTotal: ]]; then
@@ -539,7 +559,9 @@ SwitchType=switch/none
 MpiDefault=none
 MailProg=/bin/true
 SchedulerType=sched/backfill
-SelectType=select/cons_tres
+${SCHED_INTERVAL:+SchedulerParameters=sched_interval=$SCHED_INTERVAL
+}${CPUS:+SlurmdParameters=config_overrides
+}SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 # accounting through slurmdbd
@@ -628,7 +650,7 @@ install_conf "$ETC/slurmdbd.conf" slurm:slurm 0600 gen_slurmdbd_conf
 DBD_CHANGED=$CHANGED
 install_conf "$ETC/cgroup.conf" root:root 0644 gen_cgroup_conf
 log "config: Nodes=$NODES JobComment=$JOB_COMMENT FirstJobId=$FIRST_JOB_ID MaxJobId=$MAX_JOB_ID MinJobAge=$MIN_JOB_AGE" \
-	"cred_expire=${CRED_EXPIRE:-default} (slurm.conf changed=$CONF_CHANGED, slurmdbd.conf changed=$DBD_CHANGED)"
+	"cred_expire=${CRED_EXPIRE:-default} cpus=${CPUS:-host} sched_interval=${SCHED_INTERVAL:-default} (slurm.conf changed=$CONF_CHANGED, slurmdbd.conf changed=$DBD_CHANGED)"
 
 # ---------------------------------------------------------------- 6. slurmdbd
 phase slurmdbd "slurmdbd mariadbd"

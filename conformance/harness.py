@@ -88,6 +88,9 @@ class Harness(ABC):
     never share a backend between checks. :meth:`close` is called once at the end."""
 
     name: str = "unnamed"
+    schedule_within: float = 30.0
+    """Seconds (on the harness clock) within which the scheduler starts a queued, eligible
+    object when it has room: how long a check watches a held object to see it does not."""
     stateful_examples: int | None = None
     """How many programs each stateful check generates (None: the suite's own number); a
     harness whose every step takes real seconds lowers it, and says so in its docs."""

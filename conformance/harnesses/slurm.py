@@ -440,6 +440,8 @@ exit "$code"
 environment in the control directory ``$1``, one directory per execution (job id, name,
 restart count), then wait for the harness to write the exit code the fault ``finish`` asks."""
 FILLER_NAME: Final = "dispatch-harness-filler"
+LOOK_ALIKE_SCRIPT: Final = "#!/bin/sh\nexec sleep 600\n"
+"""What an injected job runs once let run: long enough to be running when a check looks."""
 PENDING_STATES: Final = frozenset({"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD"})
 HELD_REASONS: Final = frozenset({"JobHeldUser", "JobHeldAdmin"})
 
@@ -516,12 +518,16 @@ class LocalFaults(FaultInjector):
                 )
             return False
 
+        if ref.id in self.harness.held_look_alikes:
+            # Injected held so as not to take the cluster's CPUs; letting it run releases it.
+            self._run("scontrol", "release", ref.id)
+            self.harness.held_look_alikes.discard(ref.id)
         if not self._wait(started, ref, bound):
             raise CannotInject(f"let_run (job {ref.id} did not start within {bound:.0f} s)")
         row = self._row(ref)
         if row is None:
             raise Rejected(f"job {ref.id} left squeue before it could be seen running")
-        if row.state == "RUNNING":
+        if row.state == "RUNNING" and ref.id not in self.harness.look_alikes:
             self._await_tasks(ref)
 
     def _await_tasks(self, ref: ObjectRef) -> None:
@@ -605,6 +611,12 @@ class LocalFaults(FaultInjector):
         """Submit held filler jobs (cancelling each) until slurmctld hands out ``stop_at``;
         that filler is kept (the occupant) when ``keep``. Returns its id."""
         first, last = self.harness.id_range()
+        bound, waited = self._purge_bound(), 0.0
+        while not self._id_free(stop_at):  # an ended job holds it until purged
+            if waited >= bound:
+                raise CannotInject(f"reuse_id (id {stop_at} stays taken by another job)")
+            pause(self.clock, 0.5)
+            waited += 0.5
         for _ in range(2 * (last - first + 1) + 2):
             native = self.harness.filler()
             if native != stop_at or not keep:
@@ -615,7 +627,7 @@ class LocalFaults(FaultInjector):
 
     def reuse_id(self, ref: ObjectRef) -> None:
         self._gone(ref)
-        self.harness.injected.append(self._drive_ids(ref.id, keep=True))
+        self._drive_ids(ref.id, keep=True)
 
     def reuse_id_next(self, ref: ObjectRef) -> None:
         self._gone(ref)
@@ -640,12 +652,14 @@ class LocalFaults(FaultInjector):
     def inject_named(self, job_id: JobID, name: str, comment: str) -> str:
         done = self._run(
             "sbatch", "--parsable", f"--job-name={name}", f"--comment={comment}",
-            "--output=/dev/null", "--time=5", "--hold", stdin=FOREIGN_SCRIPT,
+            "--output=/dev/null", "--time=15", "--hold", stdin=LOOK_ALIKE_SCRIPT,
         )  # fmt: skip
         if done.returncode != 0:
             raise CannotInject(f"inject_named (sbatch refused: {done.stderr.strip()})")
         native = done.stdout.strip().split(";", 1)[0]
-        self.harness.injected.append(native)
+        self.harness.handed_out(native)
+        self.harness.held_look_alikes.add(native)
+        self.harness.look_alikes.add(native)
         return native
 
 
@@ -662,6 +676,7 @@ class SlurmLocalHarness(Harness):
     name = "slurm-local"
     required_under_ci = True
     """Whether ``CI=true`` turns a missing Slurm into failures (CI starts this one)."""
+    schedule_within = 10.0  # a release or a submission triggers a scheduler pass at once
     stateful_examples = 2
     stateful_steps = 8
     # A real cluster's steps take real seconds (a requeued job waits cred_expire + 1 s, a
@@ -678,7 +693,12 @@ class SlurmLocalHarness(Harness):
         self.wall: Clock = clock if clock is not None else WallClock()
         self.bound = bound
         self.task_bound = task_bound
-        self.injected: list[str] = []
+        self.look_alikes: set[str] = set()
+        """Injected jobs: they run a script of the harness's, not the job command."""
+        self.held_look_alikes: set[str] = set()
+        """Injected jobs still held by the harness (let_run releases them)."""
+        self.ours: list[str] = []
+        """Every job id handed out to this harness or its backends since the last clean-up."""
         self._config: dict[str, str] | None = None
         self._reason: str | None = None
         self._control: str | None = None
@@ -755,6 +775,16 @@ class SlurmLocalHarness(Harness):
 
     def handed_out(self, native: str) -> None:
         self._last_id = native
+        self.ours.append(native)
+
+    def clean(self) -> None:
+        """Cancel every job the previous check left (the adapter's, look-alikes, occupants):
+        with a small MaxJobCount, leftovers would soon make sbatch block."""
+        if self.ours:
+            self.command(["scancel", *dict.fromkeys(self.ours)])
+            self.ours.clear()
+            self.held_look_alikes.clear()
+            self.look_alikes.clear()
 
     def last_id(self) -> str | None:
         """The id slurmctld last handed out, as far as this harness saw (it assumes nobody
@@ -856,6 +886,7 @@ class SlurmLocalHarness(Harness):
 
     def new_backend(self) -> Backend:
         config = self.slurm_config()
+        self.clean()
         accounting = config.get("AccountingStorageType", "") not in ("", "accounting_storage/none")
         job_comment = (
             ("job_comment" in config.get("AccountingStoreFlags", "")) if accounting else None
@@ -881,10 +912,8 @@ class SlurmLocalHarness(Harness):
         return [tasks for _, tasks in self.runs(ref)]
 
     def close(self) -> None:
-        """Cancel the jobs the harness injected, and remove its control directory."""
-        if self.injected:
-            self.command(["scancel", *self.injected])
-            self.injected.clear()
+        """Cancel the jobs of the last check, and remove the control directory."""
+        self.clean()
         if self._control is not None:
             self.command(["rm", "-rf", "--", self._control])
             self._control = None

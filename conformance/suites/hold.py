@@ -37,7 +37,6 @@ SEED_000_HOLD = "seed 000, Hold"
 SEED_001 = "seed 001"
 DESIGN_HOLDS = "DESIGN §4, Slurm holds"
 
-HELD_WAIT = 30.0
 """Seconds a held object is watched: long enough for a scheduler to start an eligible one."""
 
 
@@ -86,11 +85,12 @@ def placed_and_released(ctx: Context) -> None:
     holder = holder_of(ctx)
     ref = ctx.start(ctx.plan(long_spec(ctx)))
     number = held(ctx, holder, ref)
-    pause(ctx.clock, HELD_WAIT)
-    seen = look(ctx, ref, f"{HELD_WAIT:.0f} s after hold {number}")
+    held_wait = ctx.harness.schedule_within
+    pause(ctx.clock, held_wait)
+    seen = look(ctx, ref, f"{held_wait:.0f} s after hold {number}")
     ctx.expect(
         (seen.state, seen.hold) == (State.HELD, number),
-        f"open {HELD_WAIT:.0f} s after hold {number} showed the object {seen.state} "
+        f"open {held_wait:.0f} s after hold {number} showed the object {seen.state} "
         f"with hold {seen.hold}",
     )
     try:
