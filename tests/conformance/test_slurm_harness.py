@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -517,9 +518,9 @@ def test_slurm_local_against_the_simulator_s_path_shims(
         with pytest.raises(CannotInject, match=fault):
             call()
     assert harness.executions(backend, ref) == []  # nothing ran the harness's job command
-    harness.close()  # cancels the injected job
+    harness.close()  # cancels every job of the check: the adapter's and the injected one
     seen = {o.ref.id: o for o in backend.find(plan.job)}
-    assert seen[garbage].state is State.CANCELLED and seen[ref.id].state is State.HELD
+    assert seen[garbage].state is State.CANCELLED and seen[ref.id].state is State.CANCELLED
 
 
 def test_commands_run_but_are_never_waited_on(c: Cluster, tmp_path: Path) -> None:
@@ -572,3 +573,40 @@ def test_the_documented_harness_runs_every_check(
     assert sum(r.outcome is Outcome.PASSED for r in outcomes.values()) >= len(outcomes) // 2
     skipped = [r.reason for r in outcomes.values() if r.outcome is Outcome.SKIPPED]
     assert any(reason.startswith("harness cannot inject") for reason in skipped)
+
+
+# -- slurm-local's job command, run here as srun would run each task -----------------------------
+
+
+def run_task(
+    harness: SlurmLocalHarness, job: str, name: str, rank: int, restart: int | None
+) -> int:
+    env = {"PATH": os.environ["PATH"], "SLURM_JOB_ID": job, "SLURM_JOB_NAME": name}
+    env["SLURM_PROCID"] = str(rank)
+    if restart is not None:
+        env["SLURM_RESTART_COUNT"] = str(restart)
+    done = subprocess.run(list(harness.job_command()), env=env, timeout=30, check=False)
+    return done.returncode
+
+
+def test_the_job_command_records_every_task_and_exits_with_the_code_finish_wrote() -> None:
+    harness = SlurmLocalHarness()
+    ref = ObjectRef(backend="lab", uid="dj-x", id="7", submit=datetime(2026, 11, 30, tzinfo=UTC))
+    control = Path(harness.control_dir())
+    try:
+        # finish wrote the code before the tasks started: they record themselves, then exit.
+        for restart, code in ((None, 3), (1, 0)):
+            run = control / f"7.dj-x.{restart or 0}"
+            run.mkdir()
+            (run / "exit").write_text(f"{code}\n")
+            assert [run_task(harness, "7", "dj-x", rank, restart) for rank in (1, 0)] == [code] * 2
+        other = ObjectRef(backend="lab", uid="dj-y", id="7", submit=datetime(2026, 11, 30, tzinfo=UTC))
+        executions = [tasks for _, tasks in harness.runs(ref)]
+        assert [[env["SLURM_PROCID"] for env in tasks] for tasks in executions] == [["0", "1"]] * 2
+        assert [tasks[0].get("SLURM_RESTART_COUNT") for tasks in executions] == [None, "1"]
+        assert harness.runs(other) == []  # another job that had the id records apart
+        harness.forget(ref)
+        assert harness.runs(ref) == []
+    finally:
+        harness.close()
+    assert not control.exists()
