@@ -531,12 +531,13 @@ class LocalFaults(FaultInjector):
             self._await_tasks(ref)
 
     def _await_tasks(self, ref: ObjectRef) -> None:
-        """Wait (bounded) until the current execution's tasks have all recorded themselves; a
-        job running a command of its own records nothing, and is not waited for long."""
-        tasks = self.harness.tasks(ref)
+        """Wait (bounded) until every task of the execution now running (the job's restart
+        count names it) has recorded itself; a job running a command of its own records
+        nothing, and is not waited for long."""
+        tasks, restarts = self.harness.job_info(ref)
         waited = 0.0
         while waited < self.harness.task_bound:
-            run = self.harness.current_run(ref)
+            run = self.harness.run_of(ref, restarts)
             if run is not None and len(run[1]) >= tasks:
                 return
             if self._state(ref) != "RUNNING":
@@ -546,7 +547,7 @@ class LocalFaults(FaultInjector):
 
     def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
         self.let_run(ref)
-        run = self.harness.current_run(ref)
+        run = self.harness.run_of(ref, self.harness.job_info(ref)[1])
         if run is None or self._state(ref) != "RUNNING":
             raise CannotInject(f"finish (job {ref.id} does not run the harness's job command)")
         self.harness.control(
@@ -865,18 +866,21 @@ class SlurmLocalHarness(Harness):
             for restart, tasks in sorted(runs.items())
         ]
 
-    def current_run(self, ref: ObjectRef) -> tuple[str, list[dict[str, str]]] | None:
-        runs = self.runs(ref)
-        return runs[-1] if runs else None
+    def run_of(self, ref: ObjectRef, restarts: int) -> tuple[str, list[dict[str, str]]] | None:
+        """The execution the ref's job recorded at restart count ``restarts``, if any."""
+        suffix = f".{restarts}"
+        return next((run for run in self.runs(ref) if run[0].endswith(suffix)), None)
 
-    def tasks(self, ref: ObjectRef) -> int:
-        """How many tasks the ref's job runs (``NumTasks`` of scontrol show job; 1 if unknown)."""
+    def job_info(self, ref: ObjectRef) -> tuple[int, int]:
+        """How many tasks the ref's job runs and its restart count (``NumTasks`` and
+        ``Restarts`` of scontrol show job; 1 and 0 when it does not say)."""
         done = self.command(["scontrol", "show", "job", "-o", ref.id])
-        for word in done.stdout.split():
-            key, _, value = word.partition("=")
-            if key == "NumTasks" and value.isdigit():
-                return int(value)
-        return 1
+        info = dict(word.partition("=")[::2] for word in done.stdout.split())
+        tasks, restarts = info.get("NumTasks", ""), info.get("Restarts", "")
+        return (
+            int(tasks) if tasks.isdigit() else 1,
+            int(restarts) if restarts.isdigit() else 0,
+        )
 
     def forget(self, ref: ObjectRef) -> None:
         """Drop what the ref's job recorded, before its id is handed to another job."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slurm import SlurmBackend
-from conformance import CannotInject, Outcome, Tier, checks, run_check
+from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
 from conformance.harnesses import load_harness
 from conformance.harnesses.slurm import (
@@ -417,6 +417,28 @@ def test_a_job_cancelled_after_a_requeue_reads_back_cancelled_once_purged(
 # -- slurm-local ---------------------------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def not_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests see slurm-local as a developer does (CI exports CI=true)."""
+    monkeypatch.delenv("CI", raising=False)
+
+
+def test_under_ci_a_missing_slurm_fails_every_check_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setenv("CI", "true")
+    harness = SlurmLocalHarness()
+    with pytest.raises(HarnessUnavailable, match="needs a real Slurm under CI=true"):
+        harness.new_backend()
+    result = run_check(checks()[0], harness)
+    assert result.outcome is Outcome.FAILED
+    assert result.reason == (
+        "harness slurm-local unavailable: slurm-local needs a real Slurm under CI=true "
+        "(start it with ci/slurm-up.sh): no sbatch on PATH"
+    )
+
+
 def test_slurm_local_without_slurm_skips_every_check_with_the_reason(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -600,7 +622,9 @@ def test_the_job_command_records_every_task_and_exits_with_the_code_finish_wrote
             run.mkdir()
             (run / "exit").write_text(f"{code}\n")
             assert [run_task(harness, "7", "dj-x", rank, restart) for rank in (1, 0)] == [code] * 2
-        other = ObjectRef(backend="lab", uid="dj-y", id="7", submit=datetime(2026, 11, 30, tzinfo=UTC))
+        other = ObjectRef(
+            backend="lab", uid="dj-y", id="7", submit=datetime(2026, 11, 30, tzinfo=UTC)
+        )
         executions = [tasks for _, tasks in harness.runs(ref)]
         assert [[env["SLURM_PROCID"] for env in tasks] for tasks in executions] == [["0", "1"]] * 2
         assert [tasks[0].get("SLURM_RESTART_COUNT") for tasks in executions] == [None, "1"]
