@@ -7,6 +7,8 @@ export LC_ALL=C
 
 PROG=slurm-down
 T0=${EPOCHREALTIME/./}
+# shellcheck source-path=SCRIPTDIR/.. source=ci/slurm-lab-lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/slurm-lab-lib.sh"
 
 usage() {
 	cat <<'EOF'
@@ -49,57 +51,12 @@ while (($#)); do
 	shift
 done
 
-if ((EUID != 0)); then
-	echo "$PROG: must be run as root (it signals system daemons)" >&2
-	exit 1
-fi
-
-RUN=/run/slurm-lab
-MARK=$RUN/started
-STATE=/var/lib/slurm-lab
-declare -A PIDFILE=(
-	[munged]=/run/munge/munged.pid
-	[mariadbd]=/run/mysqld/mysqld.pid
-	[slurmdbd]=$RUN/slurmdbd.pid
-	[slurmctld]=$RUN/slurmctld.pid
-	[slurmd]=$RUN/slurmd.pid
-)
-
-ELAPSED=0
-elapsed() {
-	local d=$((${EPOCHREALTIME/./} - T0))
-	printf -v ELAPSED '%d.%06d' $((d / 1000000)) $((d % 1000000))
-}
-log() {
-	elapsed
-	printf '[%s %7.2fs] %s\n' "$PROG" "$ELAPSED" "$*"
-}
-now_us() { NOW_US=${EPOCHREALTIME/./}; }
-secs() { printf -v SECS '%d.%02d' $(($1 / 1000000)) $(($1 % 1000000 / 10000)); }
-
-pid_alive() { # pid program: /proc/<pid>/comm is program and the process is not a zombie
-	local pid=$1 name=$2 comm="" stat=""
-	[[ $pid =~ ^[1-9][0-9]*$ ]] || return 1
-	read -r comm 2>/dev/null <"/proc/$pid/comm" || return 1
-	[[ $comm == "$name" ]] || return 1
-	read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
-	stat=${stat##*) }
-	[[ ${stat%% *} != Z ]]
-}
-running_pid() { # name: 0 and RPID=<pid> when the daemon of the pid file is alive
-	local f=${PIDFILE[$1]:-$RUN/$1.pid} p=""
-	RPID=""
-	[[ -s $f ]] || return 1
-	read -r p 2>/dev/null <"$f" || [[ -n $p ]] || return 1
-	pid_alive "$p" "${1%%-*}" || return 1
-	RPID=$p
-}
+need_root "it signals system daemons"
 
 RC=0
-stop_group() { # names: SIGTERM every marked, live one at once, then wait for each (30 s, then KILL).
-	# A name's program (/proc/<pid>/comm) is the part before the first '-' (slurmd-<node> is slurmd).
-	local name prog m pid start deadline i left
-	local -a names=() pids=() done_=()
+stop_group() { # names: stop every marked, live one at once (stop_pids: SIGTERM, 30 s, SIGKILL)
+	local name prog m pid x
+	local -a args=()
 	for name; do
 		m=$MARK/$name prog=${name%%-*} pid=""
 		if [[ ! -e $m ]]; then
@@ -117,66 +74,13 @@ stop_group() { # names: SIGTERM every marked, live one at once, then wait for ea
 			continue
 		fi
 		log "stopping $name (pid $pid)"
-		names+=("$name")
-		pids+=("$pid")
-		done_+=(0)
+		args+=("$name=$pid")
 	done
-	((${#names[@]})) || return 0
-	now_us
-	start=$NOW_US
-	deadline=$((start + 30 * 1000000))
-	for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-	while :; do
-		left=0
-		for i in "${!names[@]}"; do
-			((done_[i] == 0)) || continue
-			if pid_alive "${pids[i]}" "${names[i]%%-*}"; then
-				left=1
-				continue
-			fi
-			done_[i]=1
-			rm -f "$MARK/${names[i]}"
-			now_us
-			secs $((NOW_US - start))
-			log "stopped ${names[i]} (pid ${pids[i]}) in ${SECS}s"
-		done
-		((left)) || return 0
-		now_us
-		if ((NOW_US >= deadline)); then
-			break
-		fi
-		sleep 0.2
+	stop_pids -v "${args[@]}" && return 0
+	for x in "${STOP_LEFT[@]}"; do
+		log "ERROR: ${x%%=*} (pid ${x#*=}) survived SIGKILL; marker kept" >&2
 	done
-	for i in "${!names[@]}"; do
-		((done_[i] == 0)) || continue
-		log "${names[i]} (pid ${pids[i]}) still running after 30s: SIGKILL"
-		kill -KILL "${pids[i]}" 2>/dev/null || true
-	done
-	deadline=$((NOW_US + 5 * 1000000))
-	while :; do
-		left=0
-		for i in "${!names[@]}"; do
-			((done_[i] == 0)) || continue
-			if pid_alive "${pids[i]}" "${names[i]%%-*}"; then
-				left=1
-				continue
-			fi
-			done_[i]=1
-			rm -f "$MARK/${names[i]}"
-			now_us
-			secs $((NOW_US - start))
-			log "stopped ${names[i]} (pid ${pids[i]}) in ${SECS}s (SIGKILL)"
-		done
-		((left)) || return 0
-		now_us
-		((NOW_US < deadline)) || break
-		sleep 0.2
-	done
-	for i in "${!names[@]}"; do
-		((done_[i] == 0)) || continue
-		log "ERROR: ${names[i]} (pid ${pids[i]}) survived SIGKILL; marker kept" >&2
-		RC=1
-	done
+	RC=1
 }
 stop_one() { stop_group "$1"; } # name
 

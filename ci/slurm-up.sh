@@ -11,6 +11,8 @@ umask 022
 
 PROG=slurm-up
 T0=${EPOCHREALTIME/./}
+# shellcheck source-path=SCRIPTDIR/.. source=ci/slurm-lab-lib.sh
+. "$(dirname -- "${BASH_SOURCE[0]}")/slurm-lab-lib.sh"
 
 usage() {
 	cat <<'EOF'
@@ -159,28 +161,22 @@ if [[ -z $DB_PASS || ! $DB_PASS =~ ^[[:graph:]]+$ || $DB_PASS == *[\'\"\\#]* ]];
 	die_usage "bad SLURM_LAB_DB_PASS (want printable ASCII without spaces, quotes, backslash or '#'; value not shown)"
 fi
 
-if ((EUID != 0)); then
-	echo "$PROG: must be run as root (it installs packages and starts system daemons)" >&2
-	exit 1
-fi
+need_root "it installs packages and starts system daemons"
+# The daemons must not inherit a caller's descriptors (a flock held by whoever ran this would
+# stay held by munged, mariadbd and slurmdbd for as long as they run). 255 is bash's own.
+for fd_path in /proc/"$$"/fd/*; do
+	fd=${fd_path##*/}
+	if ((fd > 2 && fd != 255)); then eval "exec $fd>&-"; fi
+done
 
 # ---------------------------------------------------------------- constants
-RUN=/run/slurm-lab
-MARK=$RUN/started
-STATE=/var/lib/slurm-lab
+# RUN, MARK, STATE and PIDFILE come from slurm-lab-lib.sh
 LOGD=/var/log/slurm-lab
 ETC=/etc/slurm
 SOCK=/run/mysqld/mysqld.sock
 ACCOUNT=lab
 PKGS=(slurm-wlm slurmdbd slurm-client munge mariadb-server)
 HEADER='# written by slurm-up.sh'
-declare -A PIDFILE=(
-	[munged]=/run/munge/munged.pid
-	[mariadbd]=/run/mysqld/mysqld.pid
-	[slurmdbd]=$RUN/slurmdbd.pid
-	[slurmctld]=$RUN/slurmctld.pid
-	[slurmd]=$RUN/slurmd.pid
-)
 declare -A LOGFILE=(
 	[munged]=/var/log/munge/munged.log
 	[mariadbd]=$LOGD/mariadb.err
@@ -211,16 +207,7 @@ NODE_CSV=$(
 )
 
 # ---------------------------------------------------------------- helpers
-ELAPSED=0
-elapsed() { # sets ELAPSED to seconds since start (microsecond string)
-	local d=$((${EPOCHREALTIME/./} - T0))
-	printf -v ELAPSED '%d.%06d' $((d / 1000000)) $((d % 1000000))
-}
-log() {
-	elapsed
-	printf '[%s %7.2fs] %s\n' "$PROG" "$ELAPSED" "$*"
-}
-
+# log, now_us, pid_alive, running_pid (RPID) and stop_pids come from slurm-lab-lib.sh
 FAILED=0
 show_logs() { # daemon keys; always adds slurmctld, and every node's slurmd when none is named
 	local n f seen=" " extra=("${SLURMD_KEYS[@]}")
@@ -246,26 +233,6 @@ fail() { # message, then the daemons whose logs matter
 	FAILED=1
 	exit 1
 }
-
-pid_alive() { # pid program: /proc/<pid>/comm is program and the process is not a zombie
-	local pid=$1 name=$2 comm="" stat=""
-	[[ $pid =~ ^[1-9][0-9]*$ ]] || return 1
-	read -r comm 2>/dev/null <"/proc/$pid/comm" || return 1
-	[[ $comm == "$name" ]] || return 1
-	read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
-	stat=${stat##*) }
-	[[ ${stat%% *} != Z ]]
-}
-RPID=""
-running_pid() { # key: 0 and RPID=<pid> when the daemon of the pid file is alive
-	local f=${PIDFILE[$1]:-$RUN/$1.pid} p=""
-	RPID=""
-	[[ -s $f ]] || return 1
-	read -r p 2>/dev/null <"$f" || [[ -n $p ]] || return 1
-	pid_alive "$p" "${1%%-*}" || return 1
-	RPID=$p
-}
-now_us() { NOW_US=${EPOCHREALTIME/./}; }
 
 WAIT_FAIL_EXTRA=""
 WAIT_FAIL_LOGS=""
@@ -294,49 +261,25 @@ mark_started() { # name pid
 	printf '%s\n' "$2" >"$MARK/$1"
 	log "started $1 (pid $2)"
 }
+start_daemon() { # key restart [other daemons whose logs matter]: with restart=1 stop the running
+	# daemon first ("config changed"); then, unless it runs, start /usr/sbin/<key>, wait for its pid
+	# file and mark it started
+	local key=$1 restart=$2
+	shift 2
+	if ((restart)) && running_pid "$key"; then
+		log "config changed: stopping $key (pid $RPID) for restart"
+		stop_or_fail "$key=$RPID"
+	fi
+	running_pid "$key" && return 0
+	rm -f "${PIDFILE[$key]}"
+	"/usr/sbin/$key" || fail "$key failed to start" "$key" "$@"
+	wait_until 30 "$key pid file" "$key" running_pid "$key"
+	mark_started "$key" "$RPID"
+}
 
-any_alive() { # key=pid...: 0 when one of the pids still runs its key's program
-	local x key
-	for x; do
-		key=${x%%=*}
-		if pid_alive "${x#*=}" "${key%%-*}"; then return 0; fi
-	done
-	return 1
+stop_or_fail() { # key=pid...: stop_pids (TERM, 30 s, KILL; markers dropped); fail when one survives
+	stop_pids "$@" || fail "${*%%=*} (pids ${*#*=}) survived SIGKILL" "${@%%=*}"
 }
-stop_pids() { # key=pid...: TERM them all, wait up to 30 s (poll 0.2 s), then KILL the survivors
-	local x key pid deadline m=""
-	for x; do kill -TERM "${x#*=}" 2>/dev/null || true; done
-	now_us
-	deadline=$((NOW_US + 30 * 1000000))
-	while any_alive "$@"; do
-		now_us
-		if ((NOW_US >= deadline)); then
-			for x; do
-				key=${x%%=*} pid=${x#*=}
-				pid_alive "$pid" "${key%%-*}" || continue
-				log "$key (pid $pid) still running after 30s: SIGKILL"
-				kill -KILL "$pid" 2>/dev/null || true
-			done
-			deadline=$((NOW_US + 5 * 1000000))
-			while any_alive "$@"; do
-				now_us
-				((NOW_US < deadline)) || fail "${*%%=*} (pids ${*#*=}) survived SIGKILL" "${@%%=*}"
-				sleep 0.2
-			done
-			break
-		fi
-		sleep 0.2
-	done
-	for x; do
-		key=${x%%=*} pid=${x#*=}
-		if [[ -f $MARK/$key ]]; then
-			m=""
-			read -r m 2>/dev/null <"$MARK/$key" || true
-			[[ $m != "$pid" ]] || rm -f "$MARK/$key"
-		fi
-	done
-}
-stop_pid() { stop_pids "$1=$2"; } # key pid
 stop_all_slurmd() { # every running slurmd of any layout (pid files slurmd.pid, slurmd-*.pid and
 	# markers slurmd, slurmd-*), all at once; stale slurmd markers are removed
 	local f key p seen=" " args=()
@@ -356,7 +299,7 @@ stop_all_slurmd() { # every running slurmd of any layout (pid files slurmd.pid, 
 			log "removed stale marker $f (pid ${p:-none} is not slurmd)"
 		fi
 	done
-	((${#args[@]} == 0)) || stop_pids "${args[@]}"
+	((${#args[@]} == 0)) || stop_or_fail "${args[@]}"
 }
 
 # ---------------------------------------------------------------- phases and cleanup
@@ -654,16 +597,7 @@ log "config: Nodes=$NODES JobComment=$JOB_COMMENT FirstJobId=$FIRST_JOB_ID MaxJo
 
 # ---------------------------------------------------------------- 6. slurmdbd
 phase slurmdbd "slurmdbd mariadbd"
-if ((DBD_CHANGED)) && running_pid slurmdbd; then
-	log "config changed: stopping slurmdbd (pid $RPID) for restart"
-	stop_pid slurmdbd "$RPID"
-fi
-if ! running_pid slurmdbd; then
-	rm -f "${PIDFILE[slurmdbd]}"
-	/usr/sbin/slurmdbd || fail "slurmdbd failed to start" slurmdbd mariadbd
-	wait_until 30 "slurmdbd pid file" slurmdbd running_pid slurmdbd
-	mark_started slurmdbd "$RPID"
-fi
+start_daemon slurmdbd "$DBD_CHANGED" mariadbd
 CLUSTERS=""
 dbd_answers() { CLUSTERS=$(sacctmgr -n -P list cluster format=cluster 2>/dev/null); }
 wait_until 90 "slurmdbd to answer sacctmgr" slurmdbd dbd_answers
@@ -696,17 +630,8 @@ done
 phase slurmctld slurmctld
 if ((CONF_CHANGED)); then
 	stop_all_slurmd # every slurmd, of the old layout and the new one, before slurmctld
-	if running_pid slurmctld; then
-		log "config changed: stopping slurmctld (pid $RPID) for restart"
-		stop_pid slurmctld "$RPID"
-	fi
 fi
-if ! running_pid slurmctld; then
-	rm -f "${PIDFILE[slurmctld]}"
-	/usr/sbin/slurmctld || fail "slurmctld failed to start" slurmctld slurmdbd
-	wait_until 30 "slurmctld pid file" slurmctld running_pid slurmctld
-	mark_started slurmctld "$RPID"
-fi
+start_daemon slurmctld "$CONF_CHANGED" slurmdbd
 ctld_ping() { scontrol ping 2>/dev/null | grep -F 'is UP' >/dev/null; }
 wait_until 60 "slurmctld to answer scontrol ping" slurmctld ctld_ping
 

@@ -26,7 +26,12 @@ class Transport(Protocol):
 
 
 class LocalTransport:
-    """The Slurm commands of this host (a login node), run without a shell."""
+    """The Slurm commands of this host (a login node), run without a shell, in ``cwd`` when
+    given (the submit directory: where sbatch puts ``slurm-<id>.out`` for a job that names no
+    output), else in this process's working directory."""
+
+    def __init__(self, cwd: str | None = None) -> None:
+        self.cwd = cwd
 
     def run(
         self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
@@ -38,6 +43,7 @@ class LocalTransport:
             text=True,
             timeout=timeout,
             check=False,
+            cwd=self.cwd,
         )
 
 

@@ -898,12 +898,19 @@ class SlurmLocalHarness(Harness):
             ("job_comment" in config.get("AccountingStoreFlags", "")) if accounting else None
         )
         return SlurmBackend(
-            LocalSlurm(self.transport, self.handed_out),
+            LocalSlurm(self._submit_transport(), self.handed_out),
             config.get("ClusterName") or "slurm",
             clock=self.wall,
             job_comment=job_comment,
             job_requeue=config.get("JobRequeue", "1") == "1",
         )
+
+    def _submit_transport(self) -> Transport:
+        """The adapter's transport: on this host, submitting from the control directory, so
+        the output files of jobs that name none land there, not in the caller's directory."""
+        if type(self.transport) is LocalTransport and self.transport.cwd is None:
+            return LocalTransport(cwd=self.control_dir())
+        return self.transport
 
     def reopen(self, backend: Backend) -> Backend:
         return _slurm(backend).reopen()

@@ -15,6 +15,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -32,6 +33,7 @@ from conformance.harnesses import load_harness
 from conformance.harnesses.slurm import SlurmLocalHarness
 from conformance.providers import containers
 from conformance.providers.containers import (
+    BRING_UP_FILES,
     INSTALL_HINT,
     PACKAGES,
     READY_LINE,
@@ -42,6 +44,7 @@ from conformance.providers.containers import (
     ScriptMissing,
     SlurmContainer,
     SlurmContainerHarness,
+    bring_up_files,
     bring_up_script,
     container_command,
     dockerfile,
@@ -51,6 +54,9 @@ from conformance.providers.containers import (
 from dispatch_core import VirtualClock
 
 SCRIPT = b"#!/bin/sh\n# a stand-in for ci/slurm-up.sh\nexit 0\n"
+LIB = b"# a stand-in for ci/slurm-lab-lib.sh\n"
+FILES = {"slurm-up.sh": SCRIPT, "slurm-lab-lib.sh": LIB}
+REPO = Path(__file__).resolve().parents[2]
 PREFIX = "harness cannot inject a Slurm in containers: "
 CONFIG = """\
 Configuration data as of 2026-01-01T00:00:00
@@ -174,7 +180,7 @@ class FakeContainer:
 @pytest.fixture
 def engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Engine:
     """docker and testcontainers replaced by stand-ins on one stand-in engine, a docker CLI
-    on PATH that is never run, the bring-up script present, and CI unset."""
+    on PATH that is never run, the bring-up script and its library present, and CI unset."""
     state = Engine()
     docker = ModuleType("docker")
     docker.from_env = lambda: FakeClient(state)  # type: ignore[attr-defined]
@@ -192,7 +198,7 @@ def engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Engine:
     cli.write_text("#!/bin/sh\nexit 99\n")
     cli.chmod(0o755)
     monkeypatch.setenv("PATH", f"{cli.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setattr(containers, "bring_up_script", lambda: SCRIPT)
+    monkeypatch.setattr(containers, "bring_up_files", lambda: dict(FILES))
     monkeypatch.delenv("CI", raising=False)
     return state
 
@@ -210,7 +216,7 @@ def bring_up_words(knobs: Knobs) -> list[str]:
     return shlex.split(steps[1])
 
 
-def test_the_dockerfile_installs_the_packages_without_recommends_and_copies_the_script() -> None:
+def test_the_dockerfile_installs_the_packages_without_recommends_and_copies_the_scripts() -> None:
     text = dockerfile(Knobs())
     lines = text.splitlines()
     assert "FROM debian:12" in lines
@@ -226,9 +232,13 @@ def test_the_dockerfile_installs_the_packages_without_recommends_and_copies_the_
         "\\",
     ]
     assert set(PACKAGES) == {"slurm-wlm", "slurmdbd", "slurm-client", "munge", "mariadb-server"}
-    assert "COPY slurm-up.sh /usr/local/sbin/slurm-up.sh" in lines
+    # the script sources the library from its own directory: one COPY puts both there
+    assert "COPY slurm-up.sh slurm-lab-lib.sh /usr/local/sbin/" in lines
+    assert [line for line in lines if line.startswith("COPY ")] == [
+        "COPY slurm-up.sh slurm-lab-lib.sh /usr/local/sbin/"
+    ]
     assert "RUN chmod 0755 /usr/local/sbin/slurm-up.sh" in lines
-    assert lines.index("COPY slurm-up.sh /usr/local/sbin/slurm-up.sh") > lines.index(
+    assert lines.index("COPY slurm-up.sh slurm-lab-lib.sh /usr/local/sbin/") > lines.index(
         "FROM debian:12"
     )
 
@@ -288,12 +298,18 @@ def test_a_knob_that_is_not_a_positive_whole_number_is_refused(bad: Any) -> None
         Knobs(min_job_age=bad)
 
 
-def test_the_image_tag_is_a_digest_of_the_dockerfile_and_the_script() -> None:
+def test_the_image_tag_is_a_digest_of_the_dockerfile_the_script_and_its_library() -> None:
     one, other = SlurmContainer(min_job_age=30), SlurmContainer(min_job_age=30)
-    assert one.image_tag(SCRIPT) == other.image_tag(SCRIPT)
-    assert one.image_tag(SCRIPT).startswith("dispatch-kit/slurm:")
-    assert one.image_tag(SCRIPT) != one.image_tag(SCRIPT + b"# changed\n")
-    assert one.image_tag(SCRIPT) != SlurmContainer(min_job_age=31).image_tag(SCRIPT)
+    tag = one.image_tag(FILES)
+    assert tag == other.image_tag(FILES)
+    assert tag == one.image_tag(dict(reversed(FILES.items())))  # not the order of the mapping
+    assert tag.startswith("dispatch-kit/slurm:")
+    assert tag != one.image_tag({**FILES, "slurm-up.sh": SCRIPT + b"# changed\n"})
+    assert tag != one.image_tag({**FILES, "slurm-lab-lib.sh": LIB + b"# changed\n"})
+    assert tag != one.image_tag({"slurm-up.sh": SCRIPT})
+    # the bytes cannot move from one file to the other unseen
+    assert tag != one.image_tag({"slurm-up.sh": SCRIPT + LIB[:1], "slurm-lab-lib.sh": LIB[1:]})
+    assert tag != SlurmContainer(min_job_age=31).image_tag(FILES)
     assert one.name != other.name
 
 
@@ -308,6 +324,24 @@ def test_the_bring_up_script_is_read_from_the_package_data(
         bring_up_script()
     (tmp_path / "nowhere.sh").write_bytes(SCRIPT)
     assert bring_up_script() == SCRIPT
+    with pytest.raises(
+        ScriptMissing,
+        match=r"library is missing: conformance/providers/slurm-lab-lib\.sh.*ci/slurm-lab-lib\.sh",
+    ):
+        bring_up_files()
+    (tmp_path / "slurm-lab-lib.sh").write_bytes(LIB)
+    assert bring_up_files() == FILES
+    assert tuple(bring_up_files()) == BRING_UP_FILES
+
+
+def test_the_package_data_is_the_scripts_of_ci_and_pyproject_ships_it() -> None:
+    assert bring_up_files() == {name: (REPO / "ci" / name).read_bytes() for name in BRING_UP_FILES}
+    for name in BRING_UP_FILES:
+        link = REPO / "conformance" / "providers" / name
+        assert link.is_symlink() and os.readlink(link) == f"../../ci/{name}"
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["conformance.providers"]
+    assert set(BRING_UP_FILES) <= set(shipped)
 
 
 # -- the transport --------------------------------------------------------------------------------
@@ -471,8 +505,8 @@ def test_a_container_builds_its_image_once_starts_waits_and_is_removed(engine: E
     with SlurmContainer(min_job_age=10, clock=VirtualClock()) as slurm:
         assert slurm.started
         [(tag, files, options)] = engine.builds
-        assert tag == slurm.image_tag(SCRIPT)
-        assert files == {"Dockerfile": slurm.dockerfile().encode(), "slurm-up.sh": SCRIPT}
+        assert tag == slurm.image_tag(FILES)
+        assert files == {"Dockerfile": slurm.dockerfile().encode(), **FILES}
         assert options["rm"] is True
         [container] = engine.containers
         assert (container.image, container.name) == (tag, slurm.name)
