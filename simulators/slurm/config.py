@@ -25,6 +25,11 @@ class SlurmConfig:
     - ``job_requeue``: ``JobRequeue``; the default of a job's requeue flag.
     - ``requeue_delay``: ``AuthInfo=cred_expire`` (120 s); a requeued job becomes eligible
       ``requeue_delay + 1`` s after the requeue.
+    - ``alloc_node``: the name ``scontrol show job`` gives as ``AllocNode`` (slurmctld's name
+      for the submitting client's address, ``localhost`` when commands reach it over
+      127.0.0.1); None means ``submit_host``.
+    - ``pending_mem``: the memory ``scontrol show job`` puts in a pending job's TRES when the
+      job asked for none (``10847M`` on the lab's nodes); None leaves it out.
     - ``sched_latency``: seconds from a submission or release to the scheduler pass that starts it;
       ``sched_interval``: the periodic pass that starts jobs whose begin time simply expired.
     """
@@ -44,6 +49,8 @@ class SlurmConfig:
     uid: int = 0
     account: str = "lab"
     submit_host: str = "vm"
+    alloc_node: str | None = None
+    pending_mem: str | None = None
     sched_latency: int = 1
     sched_interval: int = 60
     kill_wait: int = 30

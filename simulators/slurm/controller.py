@@ -20,7 +20,8 @@ from dispatch_core import Clock
 from simulators.slurm.config import SlurmConfig
 
 PRIORITY_BASE: Final = 0xFFFF0000
-"""priority/basic gives each new job a priority just below this, one less per submission."""
+"""priority/basic gives each job a priority one below the lowest it gave before, starting just
+below this; a job submitted held gets 0 and takes none, a release takes a new one."""
 
 
 class JobState(StrEnum):
@@ -252,6 +253,7 @@ class Controller:
         self._events: list[_Event] = []
         self._order = itertools.count()
         self._seq = itertools.count(1)
+        self._next_priority = PRIORITY_BASE - 1
         self._db_index = itertools.count(1)
         self._next_id = config.first_job_id
         self._ready: set[int] = set()
@@ -339,11 +341,12 @@ class Controller:
             partition=partition,
             submit_time=now,
             begin_time=begin,
-            priority=0 if sub.hold else PRIORITY_BASE - seq,
+            priority=0 if sub.hold else self._take_priority(),
             requeue=config.job_requeue if sub.requeue is None else sub.requeue,
             cpus=cpus,
             hold=HoldKind.USER if sub.hold else None,
-            reason=HoldKind.USER.value if sub.hold else "None",
+            # A begin time in the future shows at once (slurm-lab 7.6b; fidelity "holds").
+            reason=HoldKind.USER.value if sub.hold else ("BeginTime" if begin > now else "None"),
         )
         job.run_for = config.run_time
         self.jobs[job_id] = job
@@ -363,6 +366,19 @@ class Controller:
             if candidate not in self.jobs:
                 return candidate
         raise SlurmError(EAGAIN)
+
+    def _take_priority(self) -> int:
+        """The next priority priority/basic hands out (never below 1)."""
+        priority = self._next_priority
+        self._next_priority = max(1, priority - 1)
+        return priority
+
+    def set_next_priority(self, priority: int) -> None:
+        """Where priority/basic's count stands (it depends on every job since slurmctld
+        started: a simulator aligned with a real cluster starts where it is)."""
+        if not 1 <= priority < PRIORITY_BASE:
+            raise ValueError(f"priority {priority} is outside 1..{PRIORITY_BASE - 1}")
+        self._next_priority = priority
 
     def set_next_job_id(self, job_id: int) -> None:
         """Drive the id counter (the id-reuse fault)."""
@@ -460,7 +476,7 @@ class Controller:
     def _start(self, job: Job, nodes: list[str]) -> None:
         job.state = JobState.RUNNING
         job.reason = "None"
-        job.start_time = self._now
+        job.start_time = job.last_eval = self._now
         job.nodelist = ",".join(nodes)
         job.allocated = tuple(nodes)
         job.incarnation += 1
@@ -608,9 +624,9 @@ class Controller:
         to the queue (a requeue) is already done as far as the signal goes, and survives."""
         if job.state.finished or job.state is JobState.COMPLETING:
             raise SlurmError(ALREADY_DONE)
-        self.end(
-            job, JobState.CANCELLED, "None", cancelled_by=by, signal=9 if job.start_time else 0
-        )
+        # The job's exit code stays 0:0 (its batch step's records the signal) and its reason
+        # stays what it was (JobHeldUser, BeginTime, JobHeldAdmin on a held running job, ...).
+        self.end(job, JobState.CANCELLED, job.reason, cancelled_by=by)
 
     def requeue(self, job: Job, hold: HoldKind | None = None, special_exit: bool = False) -> None:
         """scontrol requeue / requeuehold (22.05 ``_job_requeue_op``)."""
@@ -692,7 +708,7 @@ class Controller:
         if job.hold is None:
             return
         kind, job.hold = job.hold, None
-        job.priority = PRIORITY_BASE - job.seq
+        job.priority = self._take_priority()
         if job.state is JobState.PENDING:
             if job.begin_time == 0:
                 job.begin_time = self._now

@@ -25,6 +25,7 @@ from dispatch_core import (
     ObjectRef,
     Rejected,
     State,
+    identity_mismatch,
     make_plan,
     parse_execution_env,
 )
@@ -51,9 +52,26 @@ class SlurmShapeMachine(RuleBasedStateMachine):
         live = self.cluster.live(ref.id)
         return copy.deepcopy(live) if live is not None else None
 
+    def accepted_by_the_seed(self, ref: ObjectRef) -> bool:
+        """Whether seed 001's identity check takes ``ref`` to name the object now under its
+        id: a later submission of the same job that took the id and was requeued since (rule
+        3 accepts a later submit once the restart count is above zero). A write through such
+        a ref lands on that object by the seed's own rule (docs/decisions.md)."""
+        live = self.cluster.live(ref.id)
+        return live is not None and (
+            identity_mismatch(
+                ref.uid,
+                int(ref.submit.timestamp()),
+                uid=live.name,
+                submit=live.submit,
+                restart_count=live.restart_count,
+            )
+            is None
+        )
+
     def write(self, index: int, action, refused=()) -> None:
         ref, serial = self.refs[index % len(self.refs)]
-        valid = self.names_its_object(ref, serial)
+        valid = self.names_its_object(ref, serial) or self.accepted_by_the_seed(ref)
         before = self.occupant(ref)
         try:
             action(ref)
@@ -97,10 +115,13 @@ class SlurmShapeMachine(RuleBasedStateMachine):
         def release(ref: ObjectRef) -> None:
             job = self.cluster.live(ref.id)
             stale = job is not None and placed is not None and job.submit != placed_at
+            gap = not self.names_its_object(ref, serial) and self.accepted_by_the_seed(ref)
             self.backend.release(ref, number)
             # A hold that a requeue made stale decodes to another number, which a release
-            # may name (DESIGN §4; docs/decisions.md); any other release must name the hold.
-            assert stale or (placed is not None and number == placed), (
+            # may name (DESIGN §4; docs/decisions.md); a ref the seed's rule 3 takes to name
+            # a later, requeued submission releases that one's hold; any other release must
+            # name the hold.
+            assert stale or gap or (placed is not None and number == placed), (
                 "released a hold it did not place"
             )
             self.holds.pop(serial, None)

@@ -299,7 +299,9 @@ def test_the_default_columns(tmp_path: Path) -> None:
         "------------ ---------- ---------- ---------- ---------- ---------- -------- \n"
         "1            dj-ABCDEF+      debug        lab          1  COMPLETED      0:0 \n"
         "1.batch           batch                   lab          1  COMPLETED      0:0 \n"
-        "2            dj-abcdef+      debug        lab          1 CANCELLED+      0:9 \n"
+        # A running job cancelled keeps ExitCode 0:0; its batch step records the TERM
+        # (real output: tests/fixtures/slurm-real/formats.*.json).
+        "2            dj-abcdef+      debug        lab          1 CANCELLED+      0:0 \n"
         "2.batch           batch                   lab          1  CANCELLED     0:15 \n"
         "3             dj-X,dj-Y      debug        lab          1    RUNNING      0:0 \n"
         "3.batch           batch                   lab          1    RUNNING      0:0 \n"

@@ -95,15 +95,13 @@ def _show(
             if not jobs:
                 result.out("No jobs in the system")
                 return
+        # slurm_sprint_job_info: lines end with line_end ("\n   ", or " " for -o), the last
+        # (Power=) too, then the record ends with "\n\n" (or "\n").
+        line_end = " " if oneliner else "\n   "
         for job in jobs:
-            fields = job_fields(job, controller, env)
-            if oneliner:
-                result.out(" ".join(" ".join(line) for line in fields))
-            else:
-                result.stdout += "\n".join(
-                    "   " * (i > 0) + " ".join(line) for i, line in enumerate(fields)
-                )
-                result.stdout += "\n\n"
+            fields = [line for line in job_fields(job, controller, env) if line]
+            result.stdout += line_end.join(" ".join(line) for line in fields) + line_end
+            result.stdout += "\n" if oneliner else "\n\n"
     elif what == "config":
         _show_config(sim, env, result)
     else:
@@ -115,6 +113,7 @@ def job_fields(job: Job, controller: Controller, env: Mapping[str, str]) -> list
     """``scontrol show job``'s lines of ``Key=Value`` pairs."""
     sub = job.submission
     now = controller.now
+    config = controller.config
 
     def when(epoch: int, absent: str = "Unknown") -> str:
         return format_time(epoch, env) if epoch else absent
@@ -149,12 +148,16 @@ def job_fields(job: Job, controller: Controller, env: Mapping[str, str]) -> list
         [
             "SuspendTime=None",
             "SecsPreSuspend=0",
-            f"LastSchedEval={when(job.submit_time)}",
+            f"LastSchedEval={when(job.last_eval or job.submit_time)}",
             "Scheduler=Main",
         ],
-        [f"Partition={job.partition}", f"AllocNode:Sid={controller.config.submit_host}:1"],
+        [
+            f"Partition={job.partition}",
+            f"AllocNode:Sid={config.alloc_node or config.submit_host}:1",
+        ],
         ["ReqNodeList=(null)", "ExcNodeList=(null)"],
-        [f"NodeList={job.nodelist or '(null)'}"],
+        [f"NodeList={job.nodelist}"],  # empty while pending, as 22.05 prints it
+        [f"BatchHost={job.nodelist.split(',')[0]}"] if job.nodelist else [],
         [
             f"NumNodes={sub.nodes}",
             f"NumCPUs={job.cpus}",
@@ -162,7 +165,7 @@ def job_fields(job: Job, controller: Controller, env: Mapping[str, str]) -> list
             "CPUs/Task=1",
             "ReqB:S:C:T=0:0:*:*",
         ],
-        [f"TRES=cpu={job.cpus},node={sub.nodes},billing={job.cpus}"],
+        [f"TRES={_tres(job, config.pending_mem)}"],
         ["Socks/Node=*", f"NtasksPerN:B:S:C={sub.ntasks_per_node or 0}:0:*:*", "CoreSpec=*"],
         ["MinCPUsNode=1", "MinMemoryNode=0", "MinTmpDiskNode=0"],
         ["Features=(null)", "DelayBoot=00:00:00"],
@@ -175,6 +178,13 @@ def job_fields(job: Job, controller: Controller, env: Mapping[str, str]) -> list
         [f"StdOut={stdout}"],
         ["Power="],
     ]
+
+
+def _tres(job: Job, pending_mem: str | None) -> str:
+    """What the job asked for while it is pending (with the memory slurmctld gives a job
+    that asked for none, when the configuration knows it), what it holds once it runs."""
+    mem = f"mem={pending_mem}," if pending_mem and job.state is JobState.PENDING else ""
+    return f"cpu={job.cpus},{mem}node={job.submission.nodes},billing={job.cpus}"
 
 
 def _command(job: Job) -> str:

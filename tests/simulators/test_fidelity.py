@@ -1,0 +1,488 @@
+"""simulators.slurm.fidelity without a real Slurm: the cluster's configuration read into a
+SlurmConfig, the scenarios on the simulator, the real runner's logic (probe, id driving,
+cleanup) on a simulator standing in for a cluster with a history, the normaliser (with
+Hypothesis), the comparison, the known differences, the report and the command line."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dispatch_core import VirtualClock
+from simulators.slurm import SlurmSim
+from simulators.slurm import fidelity as fid
+from simulators.slurm.fidelity import (
+    ClusterInfo,
+    Context,
+    Difference,
+    Known,
+    RealSlurm,
+    Transcript,
+    compare,
+    normalise,
+    similar,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+START = 1_796_046_300  # 2026-11-30T13:45:00Z
+LAB = ClusterInfo(
+    nodes=("vm1", "vm2"),
+    partitions=("debug",),
+    cred_expire=5,
+    max_job_id=20,
+    max_job_count=20,
+    min_job_age=2,
+)
+
+SHOW_CONFIG = """\
+Configuration data as of 2026-11-30T17:30:00
+AccountingStorageType   = accounting_storage/slurmdbd
+AccountingStoreFlags    = job_comment
+AuthInfo                = cred_expire=5
+ClusterName             = lab
+FirstJobId              = 1
+JobRequeue              = 1
+KillWait                = 30 sec
+MaxJobCount             = 20
+MaxJobId                = 20
+MinJobAge               = 2 sec
+SLURM_VERSION           = 22.05.8
+"""
+SINFO = "vm1|2|debug*\nvm2|2|debug*\n"
+
+
+# -- the cluster ------------------------------------------------------------------------------
+
+
+def test_cluster_info_from_scontrol_show_config_and_sinfo() -> None:
+    info = ClusterInfo.parse(SHOW_CONFIG, SINFO, user="root", uid=0, account="lab", host="vm")
+    assert info == ClusterInfo(
+        nodes=("vm1", "vm2"),
+        partitions=("debug",),
+        cred_expire=5,
+        max_job_id=20,
+        max_job_count=20,
+        min_job_age=2,
+    )
+    config = info.sim_config()
+    assert (config.first_job_id, config.max_job_id, config.min_job_age) == (1, 20, 2)
+    assert (config.job_comment, config.job_requeue, config.requeue_delay) == (True, True, 5)
+    assert (config.nodes, config.cpus_per_node, config.partition) == (("vm1", "vm2"), 2, "debug")
+    assert (config.cluster_name, config.submit_host, config.account) == ("lab", "vm", "lab")
+    assert info.mode == "comment"
+    assert ClusterInfo.from_json(json.loads(json.dumps(info.to_json()))) == info
+
+
+def test_cluster_info_without_job_comment_and_default_cred_expire() -> None:
+    text = SHOW_CONFIG.replace("job_comment", "(null)").replace("cred_expire=5", "(null)")
+    info = ClusterInfo.parse(text, SINFO, user="me", uid=1000, account=None, host="login1")
+    assert (info.job_comment, info.cred_expire, info.mode) == (False, 120, "nocomment")
+    assert (info.user, info.uid, info.account, info.host) == ("me", 1000, "lab", "login1")
+    assert info.sim_config().requeue_delay == 120
+
+
+def test_cluster_info_takes_the_scheduler_interval() -> None:
+    text = SHOW_CONFIG + "SchedulerParameters     = bf_interval=30,sched_interval=5\n"
+    info = ClusterInfo.parse(text, SINFO, user="root", uid=0, account="lab", host="vm")
+    assert info.sched_interval == 5 and info.sim_config().sched_interval == 5
+    plain = ClusterInfo.parse(SHOW_CONFIG, SINFO, user="root", uid=0, account="lab", host="vm")
+    assert plain.sched_interval == 60
+
+
+def test_cluster_info_refuses_empty_answers() -> None:
+    with pytest.raises(fid.FidelityError, match="no configuration"):
+        ClusterInfo.parse("", SINFO, user="root", uid=0, account=None, host="vm")
+    with pytest.raises(fid.FidelityError, match="no nodes"):
+        ClusterInfo.parse(SHOW_CONFIG, "", user="root", uid=0, account=None, host="vm")
+
+
+def test_ids_wrap_before_max_job_id() -> None:
+    assert [LAB.next_id(i) for i in (1, 18, 19)] == [2, 19, 1]
+    assert LAB.id_count == 19
+
+
+# -- scenarios on the simulator ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", fid.SCENARIOS, ids=lambda s: s.name)
+def test_a_simulated_run_replays_on_the_simulator_without_difference(
+    scenario: fid.Scenario,
+) -> None:
+    info = LAB if scenario.job_comment is not False else dataclasses.replace(LAB, job_comment=False)
+    assert scenario.skip_reason(info) is None
+    first = fid.run_on_sim(scenario, info, START)
+    assert all(s.rc is not None for s in first.steps if isinstance(s.step, fid.Run))
+    assert all(
+        s.reached in s.step.states for s in first.steps if isinstance(s.step, fid.WaitState)
+    ), [s.reached for s in first.steps]
+    again = fid.replay_on_sim(first)
+    assert compare(first, again) == []
+    # Through JSON and back: a fixture holds everything a replay needs.
+    loaded = Transcript.from_json(json.loads(first.dumps()))
+    assert compare(first, fid.replay_on_sim(loaded)) == []
+
+
+def test_scenarios_declare_their_mode_and_requirements() -> None:
+    names = [s.name for s in fid.SCENARIOS]
+    assert len(names) == len(set(names))
+    nocomment = dataclasses.replace(LAB, job_comment=False)
+    assert "needs AccountingStoreFlags with job_comment" in (
+        fid.scenario_named("comment-at-end").skip_reason(nocomment) or ""
+    )
+    assert fid.scenario_named("comment-absent").skip_reason(LAB) is not None
+    slow = dataclasses.replace(LAB, cred_expire=120)
+    assert "cred_expire" in (fid.scenario_named("requeue-running").skip_reason(slow) or "")
+    wide = dataclasses.replace(LAB, max_job_id=67_043_328)
+    assert "job ids" in (fid.scenario_named("id-wrap").skip_reason(wide) or "")
+    with pytest.raises(fid.FidelityError, match="no scenario 'nope'"):
+        fid.scenario_named("nope")
+
+
+def test_the_id_wrap_scenario_wraps_and_skips_the_live_keeper() -> None:
+    sim = fid.run_on_sim(fid.scenario_named("id-wrap"), LAB, START)
+    ids = [int(s.captured) for s in sim.steps if s.captured is not None]
+    assert ids[:4] == [17, 18, 19, 1]  # MaxJobId (20) is never issued
+    assert 17 not in ids[1:] and ids[-1] == 18  # the keeper's 17 is skipped
+    assert sim.bindings["K"] == "17" and sim.bindings["S"] == "18"
+
+
+def test_a_scenario_job_must_be_named_fid() -> None:
+    with pytest.raises(ValueError, match="fid-"):
+        fid.submit("A", "dj-other")
+
+
+# -- the real runner, on a simulator that stands in for a cluster with a history --------------
+
+
+class SimAsReal(RealSlurm):
+    """RealSlurm's logic (wait for an empty cluster, probe, drive the ids, clean up) with its
+    commands answered by a simulator and its waits on the simulator's clock."""
+
+    def __init__(self, sim: SlurmSim, info: ClusterInfo) -> None:
+        super().__init__(clock=sim.clock, busy_bound=60)
+        self.sim = sim
+        self.fixed = info
+
+    def command(self, argv: Sequence[str], stdin: str | None) -> subprocess.CompletedProcess[str]:
+        return self.sim.run(argv, stdin=stdin, env={"PWD": self.scratch})
+
+    def info(self) -> ClusterInfo:
+        return self.fixed
+
+
+def busy_cluster() -> SlurmSim:
+    """A cluster that already handed out ids and still holds jobs of this runner."""
+    sim = SlurmSim(LAB.sim_config(), clock=VirtualClock(START))
+    for n in range(6):
+        sim.run(["sbatch", "--parsable", f"--job-name=fid-old{n}"], stdin="#!/bin/sh\n")
+    sim.advance(3)
+    return sim
+
+
+@pytest.mark.parametrize("name", ["names", "id-wrap", "requeue-running"])
+def test_the_real_runner_aligns_ids_and_leaves_no_job_behind(name: str, tmp_path: Path) -> None:
+    sim = busy_cluster()
+    real = SimAsReal(sim, LAB)
+    try:
+        transcript = fid.run_real(fid.scenario_named(name), real, lock=str(tmp_path / "lock"))
+    finally:
+        real.close()
+    assert transcript.target == "real" and transcript.next_job_id is not None
+    assert transcript.next_job_id > 7  # after the old jobs and the probe
+    if name == "id-wrap":
+        assert transcript.next_job_id == 17
+    assert not [j for j in sim.controller.jobs.values() if not j.state.finished]
+    replayed = fid.replay_on_sim(transcript)
+    assert replayed.bindings == transcript.bindings  # ids compare literally
+    assert compare(transcript, replayed) == []
+
+
+def test_active_jobs_of_others_get_stand_ins_on_the_simulator(tmp_path: Path) -> None:
+    sim = busy_cluster()
+    sim.run(["sbatch", "--parsable", "--job-name=dj-other", "-n", "2"], stdin="#!/bin/sh\n")
+    sim.run(["sbatch", "--parsable", "--job-name=dj-held", "--hold"], stdin="#!/bin/sh\n")
+    real = SimAsReal(sim, LAB)
+    try:
+        transcript = fid.run_real(fid.scenario_named("requeue-pending"), real)
+    finally:
+        real.close()
+    assert transcript.foreign == [
+        fid.Foreign(7, "dj-other", "RUNNING", 2, 1),
+        fid.Foreign(8, "dj-held", "PENDING", 1, 1),
+    ]
+    assert sim.job(7).state == "RUNNING" and sim.job(8).state == "PENDING"  # left alone
+    loaded = Transcript.from_json(json.loads(transcript.dumps()))
+    assert compare(transcript, fid.replay_on_sim(loaded)) == []
+
+
+def test_a_cluster_that_does_not_settle_is_busy() -> None:
+    sim = SlurmSim(LAB.sim_config(), clock=VirtualClock(START))
+    sim.run(["sbatch", "--parsable", "--job-name=dj-other"], stdin="#!/bin/sh\n")
+    sim.run(["scancel", "1"])  # finished, not yet purged
+    real = SimAsReal(sim, LAB)
+    real.busy_bound = 1
+    try:
+        with pytest.raises(fid.ClusterBusy, match=r"lists 1 dj-other CANCELLED after 1 s"):
+            fid.run_real(fid.scenario_named("names"), real)
+    finally:
+        real.close()
+
+
+def test_no_slurm_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    real = RealSlurm()
+    try:
+        with pytest.raises(fid.NoSlurm, match="no Slurm: scontrol/sbatch are not on PATH"):
+            real.info()
+        with pytest.raises(fid.NoSlurm, match="not on PATH"):
+            real.command(["sbatch", "--version"], None)
+    finally:
+        real.close()
+
+
+def test_the_lock_is_the_one_flock_takes(tmp_path: Path) -> None:
+    lock = tmp_path / "cluster.lock"
+    with fid.cluster_lock(str(lock)):
+        busy = subprocess.run(["flock", "-n", str(lock), "true"], check=False)
+        assert busy.returncode == 1
+    assert subprocess.run(["flock", "-n", str(lock), "true"], check=False).returncode == 0
+
+
+# -- normalisation ----------------------------------------------------------------------------
+
+CONTEXT = Context(
+    START,
+    hosts={"vm": "<host>", "vm1": "<node1>", "vm2": "<node2>"},
+    scratch=("/tmp/fid-abc",),
+)
+
+
+def test_normalise_times_durations_hosts_paths_and_pids() -> None:
+    text = (
+        "4|fid-A|RUNNING|1796046305|2026-11-30T13:45:07|2100-01-01T00:00:00|N/A\n"
+        "   NodeList=vm1 BatchHost=vm2 AllocNode:Sid=vm:4242 WorkDir=/tmp/fid-abc/sub\n"
+        "4|00:01:05|1-00:00:01|0:15|pid=77\n"
+    )
+    assert normalise(text, CONTEXT) == (
+        "4|fid-A|RUNNING|T+5|T+7|2100-01-01T00:00:00|N/A\n"
+        "   NodeList=<node1> BatchHost=<node2> AllocNode:Sid=<host>:<pid> WorkDir=$SCRATCH/sub\n"
+        "4|E+65|E+86401|0:15|pid=<pid>\n"
+    )
+
+
+def test_mapped_ids_become_their_labels() -> None:
+    context = Context(START, ids={"4": "{A}", "14": "{B}"})
+    assert normalise("4|14|4.batch|T+4|E+4|0:4|vm4|14", context) == (
+        "{A}|{B}|{A}.batch|T+4|E+4|0:4|vm4|{B}"
+    )
+
+
+def test_similar_allows_the_tolerance_on_times_only() -> None:
+    assert similar("4|T+1|T+7|E+5", "4|T+2|T+6|E+7", 2)
+    assert not similar("4|T+1", "4|T+4", 2)
+    assert not similar("4|T+1", "5|T+1", 2)
+    assert not similar("T+1|x", "T+1", 2)
+
+
+hosts = st.from_regex(r"[a-z][a-z0-9]{1,6}", fullmatch=True)
+fragments = st.one_of(
+    st.integers(START - 10 * 86_400, START + 10 * 86_400).map(str),
+    st.integers(START - 10 * 86_400, START + 10 * 86_400).map(fid.iso),
+    st.integers(0, 400_000).map(
+        lambda s: f"{s // 86_400}-{s % 86_400 // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+    ),
+    st.integers(1, 67_043_327).map(str),
+    st.sampled_from(["|", "\n", " ", ".batch", "=", ":", "-", "pid=", "T+", "E+", "<", ">", "{"]),
+    st.text(alphabet="abcTEvm0123456789<>{}$+-:|", max_size=8),
+    hosts,
+)
+texts = st.lists(fragments, max_size=20).map("".join)
+
+
+@st.composite
+def contexts(draw: st.DrawFn) -> Context:
+    names = draw(st.lists(hosts, min_size=1, max_size=3, unique=True))
+    ids = draw(st.lists(st.integers(1, 99).map(str), max_size=3, unique=True))
+    return Context(
+        START,
+        hosts={name: f"<node{i}>" for i, name in enumerate(names)},
+        scratch=(draw(st.from_regex(r"/tmp/fid-[a-z0-9]{4}", fullmatch=True)),),
+        ids={job: f"{{J{i}}}" for i, job in enumerate(ids)},
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts, contexts())
+def test_normalising_is_idempotent(text: str, context: Context) -> None:
+    once = normalise(text, context)
+    assert normalise(once, context) == once
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 67_043_327),
+    st.integers(1, 67_043_327),
+    st.sampled_from(["{}", "{}|fid-A|RUNNING", "JobId={} JobName=x", "{}.batch|{}|T+1", "{},{}"]),
+    st.booleans(),
+)
+def test_ids_of_different_jobs_never_merge(a: int, b: int, shape: str, mapped: bool) -> None:
+    if a == b:
+        return
+    ids = {str(a): "{A}", str(b): "{B}"} if mapped else {}
+    context = Context(START, hosts={"vm": "<host>"}, ids=ids)
+    left = normalise(shape.replace("{}", str(a)), context)
+    right = normalise(shape.replace("{}", str(b)), context)
+    assert left != right
+    assert not similar(left, right, 2)
+
+
+# -- comparison, known differences, report -----------------------------------------------------
+
+
+def scenario_pair() -> tuple[Transcript, Transcript]:
+    real = fid.run_on_sim(fid.scenario_named("unknown-ids"), LAB, START)
+    return real, fid.replay_on_sim(real)
+
+
+def test_compare_reports_each_changed_field_with_both_texts() -> None:
+    real, sim = scenario_pair()
+    step = next(s for s in real.steps if s.argv and "show" in s.argv)
+    step.stdout, step.rc = "JobId=5 JobName=x\n", 0
+    found = compare(real, sim, known=())
+    assert [(d.step, d.field) for d in found] == [(step.index, "rc"), (step.index, "stdout")]
+    assert found[0].command.startswith("scontrol show job ")
+    assert (found[0].real, found[0].sim) == ("0", "1")
+    assert found[1].sim == "" and found[1].real == "JobId=5 JobName=x\n"
+    assert not any(d.explained for d in found)
+
+
+def test_a_known_difference_explains_only_what_it_matches() -> None:
+    real, sim = scenario_pair()
+    step = next(s for s in real.steps if s.argv and "show" in s.argv)
+    step.stderr = "slurm_load_jobs error: something else\n"
+    known = (
+        Known("unknown-ids", r"^scontrol show job", "stderr", "why", real="something else"),
+        Known("other", None, "*", "not this scenario"),
+    )
+    (difference,) = compare(real, sim, known=known)
+    assert difference.reason == "why" and difference.explained
+    assert not Known("*", r"^squeue", "*", "x").explains(difference)
+    assert not Known("*", None, "stdout", "x").explains(difference)
+    assert not Known("*", None, "*", "x", sim="something else").explains(difference)
+    assert Known("*", None, "*", "x", mode="comment").explains(difference)
+    assert not Known("*", None, "*", "x", mode="nocomment").explains(difference)
+
+
+def test_known_lines_must_cover_every_changed_line() -> None:
+    real = "JobId=4\n   Priority=7 Nice=0\n   RunTime=E+1\n   AccrueTime=T+9\n"
+    sim = "JobId=4\n   Priority=7 Nice=0\n   RunTime=E+3\n   AccrueTime=T+1\n"
+    assert fid.changed_lines(real, sim, 2) == [("   AccrueTime=T+9", "   AccrueTime=T+1")]
+    difference = Difference("s", "comment", 1, "scontrol show job 4", "stdout", real, sim)
+    assert Known("*", None, "*", "accrue", lines="^   AccrueTime=").explains(difference)
+    assert Known("*", None, "*", "times", times_only=True).explains(difference)
+    worse = dataclasses.replace(difference, sim=sim.replace("Priority=7", "Priority=8"))
+    assert not Known("*", None, "*", "accrue", lines="^   AccrueTime=").explains(worse)
+    assert not Known("*", None, "*", "times", times_only=True).explains(worse)
+    extra = dataclasses.replace(difference, real=real + "   BatchHost=vm1\n")
+    assert fid.changed_lines(extra.real, extra.sim, 2)[-1] == ("   BatchHost=vm1", None)
+    assert Known("*", None, "*", "x", lines="AccrueTime|BatchHost").explains(extra)
+
+
+def test_entries_may_explain_a_difference_between_them() -> None:
+    real = "JobID|JobName|State\n8|fid-A|CANCELLED by 0|Unknown\n10|allocation|CANCELLED by 0\n"
+    sim = "JobID|JobName|State\n8|fid-A|CANCELLED by 0|T+5\n10|fid-B|CANCELLED by 0\n"
+    difference = Difference("s", "comment", 1, "sacct -j 8,10", "stdout", real, sim)
+    lag = Known("*", r"^sacct", "stdout", "lag", lines="allocation")
+    hold = Known("s", r"^sacct", "stdout", "hold", lines="fid-A")
+    other = Known("t", None, "*", "another scenario")
+    assert fid.explaining(difference, (lag, other)) == []
+    assert fid.explaining(difference, (other, hold, lag)) == [hold, lag]
+    assert fid.explain(difference, (lag, hold)) == "hold; lag"  # in line order
+
+
+def test_ids_that_do_not_align_are_reported_once_then_mapped() -> None:
+    real = fid.run_on_sim(fid.scenario_named("names"), LAB, START)
+    shifted = fid.replay_on_sim(Transcript.from_json({**real.to_json(), "next_job_id": 9}))
+    found = compare(real, shifted, known=())
+    assert {d.field for d in found} == {"capture"}
+    assert len(found) == 3  # A, B and C; their later uses compare equal under their labels
+
+
+def test_a_missing_step_and_a_different_wait_are_differences() -> None:
+    real, sim = scenario_pair()
+    wait = next(s for s in sim.steps if isinstance(s.step, fid.WaitState))
+    wait.reached = "timeout (last COMPLETED)"
+    sim.steps.pop()
+    found = compare(real, sim, known=())
+    assert [d.field for d in found] == ["reached", "step"]
+    assert found[1].sim == "" and found[1].real.startswith("sacct")
+
+
+def test_the_report_lists_every_difference_and_the_totals() -> None:
+    explained = Difference("s", "comment", 3, "squeue -j 4", "stdout", "a\n", "b\n", "because")
+    open_ = Difference("s", "comment", 4, "sacct -j 4", "rc", "0", "1")
+    outcomes = [
+        fid.Outcome("s", "comment", 10, [explained, open_], wall=12.5),
+        fid.Outcome("t", "nocomment", skipped="needs job_comment"),
+    ]
+    text = fid.report(outcomes)
+    assert (
+        "1 scenario run(s) compared, 1 skipped; 10 steps; 2 difference(s): 1 explained, 1 unexplained."
+        in text
+    )
+    assert "| s | comment | 10 | 2 | 1 | 1 | 12.5 |" in text
+    assert "| t | nocomment | skipped: needs job_comment |" in text
+    assert "explained: because" in text and "**UNEXPLAINED**" in text
+    assert "### step 4 `sacct -j 4`: rc" in text
+    assert fid.summary(outcomes)["unexplained"] == 1
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "simulators.slurm.fidelity", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+        check=False,
+    )
+
+
+def test_cli_help_and_list() -> None:
+    done = cli("--help")
+    assert done.returncode == 0 and "record" in done.stdout and "compare" in done.stdout
+    listed = cli("list")
+    assert listed.returncode == 0
+    assert "comment-absent [nocomment]" in listed.stdout
+    assert "names [comment,nocomment]" in listed.stdout
+
+
+@pytest.mark.parametrize("command", ["record", "compare"])
+def test_cli_without_slurm_says_so_in_one_line(command: str, tmp_path: Path) -> None:
+    done = cli(command, "--lock", "", env={"PATH": str(tmp_path)})
+    assert done.returncode == 2
+    assert done.stderr == "fidelity: error: no Slurm: scontrol/sbatch are not on PATH\n"
+
+
+def test_cli_replay_of_recorded_transcripts(tmp_path: Path) -> None:
+    real = fid.run_on_sim(fid.scenario_named("names"), LAB, START)
+    (tmp_path / "names.comment.json").write_text(real.dumps())
+    done = cli("replay", "--fixtures", str(tmp_path), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 difference(s)" in done.stdout
+    assert (tmp_path / "report" / "report.md").read_text() == done.stdout
+    assert cli("replay", "--fixtures", str(tmp_path / "none")).returncode == 2
+    assert cli("record", "--scenario", "nope").stderr.startswith("fidelity: error: no scenario")
