@@ -587,25 +587,18 @@ class LocalFaults(FaultInjector):
         return age + max(10, age) + 10.0
 
     def purge(self, ref: ObjectRef) -> None:
+        self._purged(ref, "purge")
+
+    def _purged(self, ref: ObjectRef, fault: str) -> None:
+        """End the ref's job (if it has not ended) and wait until slurmctld has purged it."""
         bound = self._purge_bound()
         self._run("scancel", f"--name={ref.uid}", ref.id)
         if not self._wait(lambda row: row is None, ref, bound):
-            raise CannotInject(f"purge (job {ref.id} stayed in squeue past MinJobAge)")
+            raise CannotInject(f"{fault} (job {ref.id} stayed in squeue past MinJobAge)")
 
-    def _id_free(self, job_id: str) -> bool:
-        done = self._run("squeue", "-j", job_id, "-h", "-t", "all", "-o", "%i")
-        return job_id not in done.stdout.split()
-
-    def _gone(self, ref: ObjectRef) -> None:
-        """End the ref's job and wait until its id has left slurmctld's memory."""
-        bound = self._purge_bound()
-        self._run("scancel", f"--name={ref.uid}", ref.id)
-        waited = 0.0
-        while not self._id_free(ref.id):
-            if waited >= bound:
-                raise CannotInject(f"reuse_id (job {ref.id} stayed in squeue past MinJobAge)")
-            pause(self.clock, 0.5)
-            waited += 0.5
+    def _gone(self, ref: ObjectRef, fault: str) -> None:
+        """Purge the ref's job and drop what it recorded, before its id goes to another."""
+        self._purged(ref, fault)
         self.harness.forget(ref)
 
     def _drive_ids(self, stop_at: str, keep: bool) -> str:
@@ -621,11 +614,11 @@ class LocalFaults(FaultInjector):
         raise CannotInject(f"reuse_id (slurmctld never handed out id {stop_at})")
 
     def reuse_id(self, ref: ObjectRef) -> None:
-        self._gone(ref)
+        self._gone(ref, "reuse_id")
         self._drive_ids(ref.id, keep=True)
 
     def reuse_id_next(self, ref: ObjectRef) -> None:
-        self._gone(ref)
+        self._gone(ref, "reuse_id_next")
         first, last = self.harness.id_range()
         taken = set(self._run("squeue", "-h", "-t", "all", "-o", "%i").stdout.split())
         # slurmctld skips the ids it still holds (ended jobs until purged included): the
