@@ -52,6 +52,10 @@ Options (environment variable in brackets):
                          between the main scheduler's periodic passes, which start a job whose
                          begin time has passed (a requeued one). Default: unset, i.e. Slurm's 60
   --no-install           [SLURM_LAB_INSTALL=0] never run apt-get; fail if a package is missing
+  --empty                [SLURM_LAB_EMPTY=1] once the nodes are up, cancel every job slurmctld holds
+                         (anyone's: use it only on a cluster of your own, as CI's is) and wait until
+                         squeue -t all lists none, so what runs next starts from no leftover jobs
+                         (bounded by MinJobAge + 3 purge passes; exit 1 if one stays)
   -h, --help             show this help and exit
 
 Environment only:
@@ -90,6 +94,7 @@ CLUSTER=${SLURM_LAB_CLUSTER:-lab}
 USERS_RAW=${SLURM_LAB_USERS:-root}
 DB_PASS=${SLURM_LAB_DB_PASS:-slurmlab}
 INSTALL=${SLURM_LAB_INSTALL:-1}
+EMPTY=${SLURM_LAB_EMPTY:-0}
 APT_RECOMMENDS=${SLURM_LAB_APT_RECOMMENDS:-0}
 
 set_num_opt() { # option value
@@ -113,6 +118,7 @@ while (($#)); do
 	--job-comment) JOB_COMMENT=1 ;;
 	--no-job-comment) JOB_COMMENT=0 ;;
 	--no-install) INSTALL=0 ;;
+	--empty) EMPTY=1 ;;
 	--nodes | --first-job-id | --max-job-id | --min-job-age | --cred-expire | --cpus | --sched-interval)
 		(($# >= 2)) || die_usage "option $1 needs a value"
 		set_num_opt "$1" "$2"
@@ -133,6 +139,7 @@ if ! is_uint "$NODES" || ((NODES < 1 || NODES > 8)); then
 fi
 [[ $JOB_COMMENT == [01] ]] || die_usage "bad SLURM_LAB_JOB_COMMENT '$JOB_COMMENT' (want 0 or 1)"
 [[ $INSTALL == [01] ]] || die_usage "bad SLURM_LAB_INSTALL '$INSTALL' (want 0 or 1)"
+[[ $EMPTY == [01] ]] || die_usage "bad SLURM_LAB_EMPTY '$EMPTY' (want 0 or 1)"
 [[ $APT_RECOMMENDS == [01] ]] || die_usage "bad SLURM_LAB_APT_RECOMMENDS '$APT_RECOMMENDS' (want 0 or 1)"
 if ! is_uint "$FIRST_JOB_ID" || ((FIRST_JOB_ID < 1 || FIRST_JOB_ID > 67043328)); then
 	die_usage "bad --first-job-id/SLURM_LAB_FIRST_JOB_ID '$FIRST_JOB_ID' (want an integer 1..67043328)"
@@ -304,6 +311,7 @@ stop_all_slurmd() { # every running slurmd of any layout (pid files slurmd.pid, 
 
 # ---------------------------------------------------------------- phases and cleanup
 PHASES=(packages munge mariadb "config files" slurmdbd "sacctmgr registration" slurmctld "slurmd + node idle")
+if ((EMPTY)); then PHASES+=("empty the queue"); fi
 declare -A PHASE_US=()
 CUR_PHASE=packages
 CUR_LOGS=""
@@ -669,6 +677,25 @@ nodes_ready() { # every node idle/mixed/allocated; the others' logs are the ones
 if ((NODES == 1)); then WHAT="node $HOST"; else WHAT="nodes $NODE_CSV"; fi
 wait_until 90 "$WHAT to become idle/mixed/allocated" "${SLURMD_KEYS[*]}" nodes_ready
 WAIT_FAIL_EXTRA="" WAIT_FAIL_LOGS=""
+
+if ((EMPTY)); then
+	phase "empty the queue"
+	LEFT=$(squeue -h -t all -o %i 2>/dev/null | sort -un | tr '\n' ' ') || fail "squeue failed"
+	if [[ -n ${LEFT// /} ]]; then
+		log "cancelling leftover jobs: $LEFT"
+		# shellcheck disable=SC2086 # one id per word
+		scancel $LEFT 2>/dev/null || true
+	fi
+	queue_empty() { # squeue -t all lists no job (a cancelled one stays until MinJobAge + a purge pass)
+		local left
+		left=$(squeue -h -t all -o '%i %T' 2>/dev/null) || left="(squeue failed)"
+		WAIT_FAIL_EXTRA=" (still listed: ${left//$'\n'/, })"
+		[[ -z $left ]]
+	}
+	# slurmctld purges every MAX(10, MinJobAge) s, a job MinJobAge s after it ended
+	wait_until $((MIN_JOB_AGE + 3 * (MIN_JOB_AGE > 10 ? MIN_JOB_AGE : 10) + 10)) "the queue to be empty" "" queue_empty
+	WAIT_FAIL_EXTRA=""
+fi
 phase "(end)"
 
 # ---------------------------------------------------------------- summary
