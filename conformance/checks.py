@@ -7,18 +7,25 @@ run from pytest (``conformance.plugin``), from the CLI and inside an author's ow
 
 Outcomes: passed; failed (the message says what the adapter did, the rule, and how to replay
 it); skipped because the adapter declares ``no`` (reason given); skipped because the harness
-cannot inject a fault; and strict expected failure (an unexpected pass fails).
+cannot inject a fault; and strict expected failure (an unexpected pass fails). A harness that
+raises (its ``new_backend``, ``reopen``, ``clock``, ``job_command``, ``executions``, or its
+fault injector, with anything but :class:`CannotInject`) is an *error*: the harness's, not the
+adapter's, and the message says where it raised.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import sys
+import sysconfig
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ulid import ULID
 
@@ -60,6 +67,8 @@ class Outcome(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"
+    ERROR = "error"
+    """The harness raised: the check could not judge the adapter."""
 
 
 @dataclass(frozen=True)
@@ -98,14 +107,63 @@ def check(
 
 def checks(tier: Tier | str = Tier.FULL, ids: Iterable[str] | None = None) -> list[Check]:
     """The registered checks of ``tier`` (and below), in id order; ``ids`` selects by id or
-    id prefix (``IDENT-``)."""
+    id prefix (``IDENT-``), case-insensitively."""
     import conformance.suites  # noqa: F401  (registers every suite)
 
     chosen = [c for c in REGISTRY.values() if Tier(tier).includes(c.tier)]
     if ids is not None:
-        wanted = list(ids)
-        chosen = [c for c in chosen if any(c.id == w or c.id.startswith(w) for w in wanted)]
+        wanted = [w.upper() for w in ids]
+        chosen = [c for c in chosen if any(c.id.upper().startswith(w) for w in wanted)]
     return sorted(chosen, key=lambda c: c.id)
+
+
+class SelectionError(ValueError):
+    """A tier or check selection that cannot run (the message is one line)."""
+
+
+def select(
+    tier: Tier | str,
+    ids: Sequence[str],
+    *,
+    option: str = "--check",
+    tier_option: str = "--tier",
+) -> list[Check]:
+    """What a runner runs: the checks of ``tier`` that ``ids`` select (every one when ``ids``
+    is empty), as :func:`checks` does, but refusing what would run something else than asked:
+    an unknown tier, an empty id (a prefix of every id), and an id that selects no check of
+    ``tier``. ``option`` and ``tier_option`` name the runner's options in the messages."""
+    tiers = [t.value for t in Tier]
+    if str(tier) not in tiers:
+        raise SelectionError(f"{tier_option} {tier!r} is not a tier ({', '.join(tiers)})")
+    for given in ids:
+        if not given.strip():
+            raise SelectionError(
+                f"{option} {given!r} names no check: give a check id or an id prefix such as "
+                "IDENT- (see: dispatch-conformance list)"
+            )
+    wanted = [given.strip() for given in ids]
+    for w in wanted:
+        if checks(tier, [w]):
+            continue
+        elsewhere = checks(Tier.FULL, [w])
+        if elsewhere:
+            higher = sorted({c.tier.value for c in elsewhere}, key=tiers.index)
+            named = ", ".join(c.id for c in elsewhere[:3]) + (", ..." if len(elsewhere) > 3 else "")
+            raise SelectionError(
+                f"no {tier}-tier check matches {option} {w}: {named} "
+                f"{'is' if len(elsewhere) == 1 else 'are'} {'/'.join(higher)}-tier "
+                f"(add {tier_option} {higher[-1]})"
+            )
+        hint = "; give the option once per id" if "," in w else ""
+        raise SelectionError(
+            f"no {tier}-tier check matches {option} {w}{hint} (see: dispatch-conformance list)"
+        )
+    return checks(tier, wanted or None)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line (messages from harnesses and adapters may span several)."""
+    return " ".join(text.split())
 
 
 class Skip(Exception):
@@ -114,6 +172,145 @@ class Skip(Exception):
 
 class CheckFailed(AssertionError):
     """The adapter broke the check's rule."""
+
+
+@dataclass(frozen=True)
+class HarnessCrash:
+    """A harness method (or its fault injector) that raised: the harness's error, not the
+    adapter's. ``location`` says where it raised."""
+
+    call: str
+    error: BaseException
+
+    @property
+    def location(self) -> str:
+        return where(self.error)
+
+    def __str__(self) -> str:
+        said = one_line(str(self.error))
+        return f"{self.call} raised {type(self.error).__name__}" + (f": {said}" if said else "")
+
+
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"])
+
+
+def where(error: BaseException) -> str:
+    """``path:line in function`` of the innermost frame of ``error`` outside Python's standard
+    library (the innermost one when all are), the path relative to the directory of the
+    import path (or the working directory) it lies in."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "an unknown place (no traceback)"
+    own = [f for f in frames if not os.path.abspath(f.filename).startswith(_STDLIB + os.sep)]
+    frame = (own or frames)[-1]
+    return f"{_short_path(frame.filename)}:{frame.lineno} in {frame.name}"
+
+
+def _short_path(filename: str) -> str:
+    path = os.path.abspath(filename)
+    roots = {os.path.abspath(entry or os.curdir) for entry in (os.getcwd(), *sys.path)}
+    for root in sorted(roots, key=len, reverse=True):
+        if path.startswith(root.rstrip(os.sep) + os.sep):
+            return os.path.relpath(path, root)
+    return filename
+
+
+_A_HARNESS_MAY_RAISE = (Skip, CannotInject, HarnessUnavailable, CheckFailed)
+_HARNESS_CALL = "_dispatch_harness_call"
+
+
+def harness_crash(error: BaseException | None) -> HarnessCrash | None:
+    """The harness call that raised ``error``, or an exception ``error`` was raised while
+    handling (a check that turned the harness's exception into a failure), or one of an
+    exception group's; None when the harness raised none of them."""
+    pending, seen = [error], set()
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        call = getattr(current, _HARNESS_CALL, None)
+        if isinstance(call, str):
+            return HarnessCrash(call, current)
+        if isinstance(current, BaseExceptionGroup):
+            pending += reversed(current.exceptions)
+        pending += [current.__context__, current.__cause__]
+    return None
+
+
+class GuardedHarness(Harness):
+    """A harness as :func:`run_check` hands it to a check. An exception out of a call into it
+    (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``, ``close``) or
+    into its fault injector, other than :class:`Skip`, :class:`CannotInject`,
+    :class:`HarnessUnavailable` and :class:`CheckFailed`, is marked with the call and raised
+    on as it is, so that a check that tolerates it (a stateful program tolerates a fault that
+    did not apply) still can; one that ends the check, or causes its failure, makes the
+    outcome the harness's error (:func:`harness_crash`). ``reopen`` is the adapter's own
+    re-opening in all but name: what it raises stays the adapter's."""
+
+    def __init__(self, inner: Harness) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.schedule_within = inner.schedule_within
+        self.stateful_examples = inner.stateful_examples
+        self.stateful_steps = inner.stateful_steps
+
+    def __getattr__(self, name: str) -> Any:
+        # Attributes of the harness's own (not the contract's) read through.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def guard(self, call: str, action: Callable[[], T]) -> T:
+        try:
+            return action()
+        except _A_HARNESS_MAY_RAISE:
+            raise
+        except (Exception, SystemExit) as error:
+            if not hasattr(error, _HARNESS_CALL):  # the innermost call is the one to name
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(error, _HARNESS_CALL, call)
+            raise
+
+    def new_backend(self) -> Backend:
+        return self.guard("new_backend()", self.inner.new_backend)
+
+    def reopen(self, backend: Backend) -> Backend:
+        return self.inner.reopen(backend)
+
+    def clock(self, backend: Backend) -> Clock:
+        return self.guard("clock()", lambda: self.inner.clock(backend))
+
+    def job_command(self) -> tuple[str, ...]:
+        return self.guard("job_command()", self.inner.job_command)
+
+    def faults(self, backend: Backend) -> FaultInjector:
+        inner = self.guard("faults()", lambda: self.inner.faults(backend))
+        return cast(FaultInjector, _GuardedFaults(inner, self))
+
+    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
+        return self.guard("executions()", lambda: self.inner.executions(backend, ref))
+
+    def close(self) -> None:
+        self.guard("close()", self.inner.close)
+
+
+class _GuardedFaults:
+    """A fault injector whose every method goes through :meth:`GuardedHarness.guard`."""
+
+    def __init__(self, inner: FaultInjector, harness: GuardedHarness) -> None:
+        self._inner = inner
+        self._harness = harness
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._inner, name)
+        if name.startswith("_") or not callable(value):
+            return value
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._harness.guard(f"faults().{name}()", lambda: value(*args, **kwargs))
+
+        return call
 
 
 class Context:
@@ -267,10 +464,12 @@ def replay_command(harness: str, check_id: str, seed: int) -> str:
 
 
 def run_check(check: Check, harness: Harness, seed: int = 0) -> Result:
-    """Run one check on one harness; never raises for what the adapter does."""
+    """Run one check on one harness; never raises for what the adapter or the harness does."""
     started = time.perf_counter()
-    ctx = Context(harness, check, seed)
+    guarded = harness if isinstance(harness, GuardedHarness) else GuardedHarness(harness)
+    ctx = Context(guarded, check, seed)
     replay = replay_command(harness.name, check.id, seed)
+    crash: HarnessCrash | None = None
     try:
         check.func(ctx)
         outcome, reason = Outcome.PASSED, ""
@@ -279,19 +478,26 @@ def run_check(check: Check, harness: Harness, seed: int = 0) -> Result:
     except CannotInject as missing:
         outcome, reason = Outcome.SKIPPED, str(missing)
     except CheckFailed as failure:
+        # A failure raised while handling the harness's exception (a stateful program turns
+        # every exception into one) is the harness's error.
+        crash = harness_crash(failure)
         outcome, reason = Outcome.FAILED, _failure(check, str(failure), replay)
     except HarnessUnavailable as missing:
         outcome, reason = Outcome.FAILED, f"harness {harness.name} unavailable: {missing}"
     except DispatchError as error:
+        crash = harness_crash(error)
         did = f"raised {type(error).__name__}: {error}"
         outcome, reason = Outcome.FAILED, _failure(check, did, replay)
-    except Exception as crash:
-        where = traceback.format_exception(type(crash), crash, crash.__traceback__)[-2:]
-        did = f"crashed: {type(crash).__name__}: {crash}\n  {''.join(where).strip()}"
+    except (Exception, SystemExit) as error:
+        crash = harness_crash(error)
+        place = traceback.format_exception(type(error), error, error.__traceback__)[-2:]
+        did = f"crashed: {type(error).__name__}: {error}\n  {''.join(place).strip()}"
         outcome, reason = Outcome.FAILED, _failure(check, did, replay)
     finally:
         ctx.cleanup()
-    if check.xfail is not None:
+    if crash is not None:
+        outcome, reason = Outcome.ERROR, _harness_error(check, crash, replay)
+    elif check.xfail is not None:
         if outcome is Outcome.FAILED:
             outcome, reason = Outcome.SKIPPED, f"expected failure: {check.xfail}"
         elif outcome is Outcome.PASSED:
@@ -300,6 +506,15 @@ def run_check(check: Check, harness: Harness, seed: int = 0) -> Result:
                 check, f"passed, but it is a strict expected failure ({check.xfail})", replay
             )
     return Result(check, harness.name, outcome, reason, time.perf_counter() - started, seed, replay)
+
+
+def _harness_error(check: Check, crash: HarnessCrash, replay: str) -> str:
+    return (
+        f"[{check.id}] harness error, not the adapter's: {crash}\n"
+        f"  at: {crash.location}\n"
+        f"  rule: {check.rule} (not judged)\n"
+        f"  replay: {replay}"
+    )
 
 
 def _failure(check: Check, did: str, replay: str) -> str:

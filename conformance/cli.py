@@ -1,29 +1,47 @@
 """``dispatch-conformance``: run the conformance checks against adapters, list the checks and
 harnesses, print capability matrices, and probe a site's live cluster.
 
-Exit status: 0 when every check passed or was skipped, 1 when a check failed (or a preflight
-could not finish), 2 for a usage error (a bad option, a harness that cannot be loaded). Errors
-are one line on stderr, never a traceback.
+Exit status (:data:`EXIT_STATUSES`, also in ``--help``): 0 when every check passed or was
+skipped, 1 when a check failed (the adapter's fault), 2 for bad usage or input (nothing, or
+not all, could run as asked), 3 for a harness error (the harness raised while in use), 70 for
+an internal error of the kit, 130 when interrupted, 141 when stdout was closed early. When
+several apply, the highest wins. Errors are one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import entry_points
-from typing import NoReturn
+from pathlib import Path
+from typing import Any, NoReturn
 
-from conformance.checks import Check, Outcome, Result, Skip, checks
-from conformance.harness import CannotInject
+from conformance.checks import (
+    Check,
+    HarnessCrash,
+    Outcome,
+    Result,
+    SelectionError,
+    Skip,
+    select,
+    where,
+)
+from conformance.harness import CannotInject, HarnessUnavailable
 from conformance.harnesses import GROUP
 from conformance.reports import (
+    MATRIX_REPORTS,
+    PREFLIGHT_REPORTS,
+    RUN_REPORTS,
+    ReportDirError,
     RunInfo,
     capability_table,
     closing_line,
     matrix_markdown,
+    prepare_report_dir,
     write_matrix,
     write_preflight,
     write_reports,
@@ -42,6 +60,28 @@ PROG = "dispatch-conformance"
 DEFAULT_REPORT_DIR = "conformance-reports"
 TIERS = ("smoke", "standard", "full")
 
+EXIT_PASSED = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_HARNESS = 3
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+EXIT_PIPE = 141
+
+EXIT_STATUSES = f"""exit status:
+  {EXIT_PASSED}    every check passed, or was skipped with its reason
+  {EXIT_FAILED}    a check failed: the adapter broke a rule (matrix, preflight: the adapter's
+       answers or probes raised, or a cluster required under CI=true is missing)
+  {EXIT_USAGE}    bad usage or input: an unknown option or a bad value, a harness that cannot be
+       loaded, a --check that selects nothing, a --report-dir that cannot be written,
+       no cluster to probe
+  {EXIT_HARNESS}    a harness error: the harness, not the adapter, raised while in use (making a
+       backend, reopen, clock, its fault injector, close)
+  {EXIT_INTERNAL}   an internal error of {PROG} (a bug: please report it)
+  {EXIT_INTERRUPTED}  interrupted (Ctrl-C)
+  {EXIT_PIPE}  stdout was closed before the end (| head)
+when several apply, the highest wins; errors are one line on stderr"""
+
 
 class UsageError(Exception):
     """A command line that cannot run (exit status 2)."""
@@ -59,27 +99,53 @@ def complain(line: str) -> None:
 
 
 def _selected(tier: str, ids: Sequence[str]) -> list[Check]:
-    selected = checks(tier, list(ids) or None)
-    if not selected:
-        wanted = " ".join(ids)
-        raise UsageError(f"no {tier}-tier check matches --check {wanted} (see: {PROG} list)")
-    return selected
+    try:
+        return select(tier, ids)
+    except SelectionError as error:
+        raise UsageError(str(error)) from None
+
+
+def _report_dir(text: str, names: Sequence[str]) -> Path:
+    """The report directory, checked before anything runs (so a run is not lost at its end)."""
+    try:
+        return prepare_report_dir(text, names)
+    except ReportDirError as error:
+        raise UsageError(str(error)) from None
+
+
+def _write(what: Callable[[], list[Path]], directory: Path) -> list[Path] | None:
+    """The reports ``what`` writes, or None (said on stderr) when writing them failed."""
+    try:
+        return what()
+    except OSError as error:
+        why = error.strerror or str(error)
+        complain(f"cannot write the reports to --report-dir {directory}: {why}")
+        return None
+
+
+def _closed(loaded: Sequence[Loaded]) -> bool:
+    """Close every harness, saying each that failed; whether all closed cleanly."""
+    problems = close_all(loaded)
+    for problem in problems:
+        complain(problem)
+    return not problems
 
 
 def _progress(result: Result, width: int) -> list[str]:
-    mark = result.outcome.value
-    mark = mark.upper() if result.outcome is Outcome.FAILED else mark
+    loud = result.outcome in (Outcome.FAILED, Outcome.ERROR)
+    mark = result.outcome.value.upper() if loud else result.outcome.value
     took = f"  ({result.duration:.1f} s)" if result.duration >= 1.0 else ""
     lines = [f"  {mark:<8} {result.check.id:<{width}}  {result.check.rule}{took}"]
     if result.outcome is Outcome.SKIPPED and result.reason:
         lines.append(f"  {'':<8} {'':<{width}}  skipped: {one_line(result.reason)}")
-    if result.outcome is Outcome.FAILED:
+    if loud:
         lines += [f"      {line}" for line in result.reason.splitlines()]
     return lines
 
 
 def command_run(args: argparse.Namespace) -> int:
     selected = _selected(args.tier, args.check)
+    directory = _report_dir(args.report_dir, RUN_REPORTS)
     loaded = load_all(args.harness)
     info = RunInfo(
         runner="cli",
@@ -90,6 +156,7 @@ def command_run(args: argparse.Namespace) -> int:
     )
     results: list[Result] = []
     width = max(len(c.id) for c in selected)
+    closed = False
     try:
         say(
             f"{PROG}: {len(selected)} {args.tier}-tier checks on {len(loaded)} "
@@ -109,17 +176,25 @@ def command_run(args: argparse.Namespace) -> int:
             took = time.perf_counter() - started
             say(f"  {harness.label}: {closing_line(own)} in {took:.2f} s")
         answers = [capability_answers(h) for h in loaded]
-        written = write_reports(args.report_dir, results, answers, info)
     finally:
-        for problem in close_all(loaded):
-            complain(problem)
+        closed = _closed(loaded)
+    written = _write(lambda: write_reports(directory, results, answers, info), directory)
     failed = [r for r in results if r.outcome is Outcome.FAILED]
+    errors = [r for r in results if r.outcome is Outcome.ERROR]
     say()
     if failed:
         say(f"failed: {', '.join(f'{r.harness}::{r.check.id}' for r in failed)}")
-    say(f"reports: {', '.join(str(p) for p in written)}")
+    if errors:
+        say(f"harness errors: {', '.join(f'{r.harness}::{r.check.id}' for r in errors)}")
+    if written is not None:
+        say(f"reports: {', '.join(str(p) for p in written)}")
     say(closing_line(results))
-    return 1 if failed else 0
+    harness_failed = errors or not closed or any(a.blame == "harness" for a in answers)
+    return max(
+        EXIT_FAILED if failed else EXIT_PASSED,
+        EXIT_USAGE if written is None else EXIT_PASSED,
+        EXIT_HARNESS if harness_failed else EXIT_PASSED,
+    )
 
 
 # -- list, harnesses -------------------------------------------------------------------------
@@ -152,40 +227,71 @@ def command_harnesses(args: argparse.Namespace) -> int:
 
 
 def command_matrix(args: argparse.Namespace) -> int:
+    directory = _report_dir(args.report_dir, MATRIX_REPORTS)
     loaded = load_all(args.harness)
+    closed = False
     try:
         answers = [capability_answers(h) for h in loaded]
     finally:
-        for problem in close_all(loaded):
-            complain(problem)
+        closed = _closed(loaded)
+    for answer in answers:
+        if answer.blame:
+            complain(f"{answer.label}: {answer.note}")
     say(matrix_markdown(answers).rstrip())
-    written = write_matrix(args.report_dir, answers)
-    say()
-    say(f"written: {', '.join(str(p) for p in written)}")
-    return 0
+    written = _write(lambda: write_matrix(directory, answers), directory)
+    if written is not None:
+        say()
+        say(f"written: {', '.join(str(p) for p in written)}")
+    blames = {a.blame for a in answers}
+    return max(
+        EXIT_FAILED if blames & {"adapter", "unavailable"} else EXIT_PASSED,
+        EXIT_USAGE if written is None else EXIT_PASSED,
+        EXIT_HARNESS if "harness" in blames or not closed else EXIT_PASSED,
+    )
 
 
 # -- preflight ---------------------------------------------------------------------------------
 
 
 def command_preflight(args: argparse.Namespace) -> int:
-    [loaded] = load_all([args.harness])
+    if len(args.harness) != 1:
+        raise UsageError(
+            f"preflight probes one harness: --harness is given {len(args.harness)} times"
+        )
+    directory = _report_dir(args.report_dir, PREFLIGHT_REPORTS)
+    [loaded] = load_all(args.harness)
+    status = EXIT_INTERNAL
     try:
-        return _preflight(loaded, args)
+        status = _preflight(loaded, args, directory)
     finally:
-        for problem in close_all([loaded]):
-            complain(problem)
+        closed = _closed([loaded])
+    return status if closed else max(status, EXIT_HARNESS)
 
 
-def _preflight(loaded: Loaded, args: argparse.Namespace) -> int:
+def _missing(error: Exception) -> str:
+    """What a harness without its target says is missing, in a site administrator's words
+    when it gives them (``missing``)."""
+    missing = getattr(error, "missing", "")
+    if isinstance(missing, str) and missing:
+        return missing
+    return "no cluster to probe: " + (
+        error.fault if isinstance(error, CannotInject) else str(error)
+    )
+
+
+def _preflight(loaded: Loaded, args: argparse.Namespace, directory: Path) -> int:
     try:
         backend = loaded.harness.new_backend()
-    except (Skip, CannotInject) as skipped:
-        raise UsageError(f"harness {loaded.label} has no cluster to probe: {skipped}") from None
-    except Exception as error:
-        raise UsageError(
-            f"harness {loaded.label} could not make a backend: {type(error).__name__}: {error}"
-        ) from None
+    except (Skip, CannotInject, HarnessUnavailable) as missing:
+        complain(f"preflight of {loaded.label}: {_missing(missing)}")
+        return EXIT_USAGE
+    except (Exception, SystemExit) as error:
+        crash = HarnessCrash("new_backend()", error)
+        complain(
+            f"harness error: harness {loaded.label} could not make a backend: {crash} "
+            f"(at {crash.location})"
+        )
+        return EXIT_HARNESS
     kind = type(backend).__name__
     lines: list[str] = []
 
@@ -214,56 +320,114 @@ def _preflight(loaded: Loaded, args: argparse.Namespace) -> int:
         probe = backend.preflight
         say(f"preflight of {loaded.label} ({kind}): running its preflight()")
     note = ""
-    if probe is None:
-        note = f"{kind} has no preflight probes: these are its declared answers."
-        say(f"preflight of {loaded.label}: {note}")
-        answers = dict(backend.capabilities(None))
-    else:
-        started = time.perf_counter()
-        try:
+    started = time.perf_counter()
+    try:
+        if probe is None:
+            note = f"{kind} has no preflight probes: these are its declared answers."
+            say(f"preflight of {loaded.label}: {note}")
+            answers = dict(backend.capabilities(None))
+        else:
             probed = probe()
-        except Exception as error:
-            complain(f"preflight of {loaded.label} failed: {type(error).__name__}: {error}")
-            return 1
-        # The probes answer some capabilities; the adapter's own answers (now informed by
-        # what the probes found) fill in the rest.
-        answers = {**backend.capabilities(None), **probed}
-        say(f"  probes done in {time.perf_counter() - started:.1f} s")
+            # The probes answer some capabilities; the adapter's own answers (now informed by
+            # what the probes found) fill in the rest.
+            answers = {**backend.capabilities(None), **probed}
+            say(f"  probes done in {time.perf_counter() - started:.1f} s")
+    except (Exception, SystemExit) as error:
+        complain(
+            f"preflight of {loaded.label} failed: {type(error).__name__}: {error} "
+            f"(at {where(error)})"
+        )
+        return EXIT_FAILED
     say()
     say(capability_table(answers))
-    written = write_preflight(
-        args.report_dir,
-        loaded.label,
-        answers,
-        probed=probe is not None,
-        backend=kind,
-        progress=lines,
-        note=note,
+    written = _write(
+        lambda: write_preflight(
+            directory,
+            loaded.label,
+            answers,
+            probed=probe is not None,
+            backend=kind,
+            progress=lines,
+            note=note,
+        ),
+        directory,
     )
+    if written is None:
+        return EXIT_USAGE
     say()
     say(f"written: {', '.join(str(p) for p in written)}")
-    return 0
+    return EXIT_PASSED
 
 
 # -- the command line --------------------------------------------------------------------------
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help, except that text with line breaks of its own (the exit statuses) is
+    printed as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if "\n" in text:
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
+    """An argument parser whose every help ends with the exit statuses, and whose errors are
+    one line (with where to read more), exit status 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        kwargs.setdefault("epilog", EXIT_STATUSES)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        complain(message)
-        raise SystemExit(2)
+        complain(f"{message} (see: {self.prog} --help)")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _seed(text: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+
+
+def _tier(text: str) -> str:
+    return text.strip().lower()
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
+
+
+def _cluster_dir(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty: give an absolute directory on the cluster")
+    if not text.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an absolute path (the probe jobs run on the cluster's nodes: "
+            "give one such as /scratch/me)"
+        )
+    return text
 
 
 def _harness_option(parser: argparse.ArgumentParser, *, required: bool, repeat: bool) -> None:
     parser.add_argument(
         "--harness",
-        action="append" if repeat else "store",
+        action="append",
         required=required,
         default=None,
         metavar="NAME|module:factory",
         help="a harness registered under dispatch.harnesses (see the harnesses command), or a "
-        "module:factory returning a conformance.Harness" + (" (repeatable)" if repeat else ""),
+        "module:factory returning a conformance.Harness"
+        + (" (repeatable)" if repeat else " (one)"),
     )
 
 
@@ -289,14 +453,15 @@ def parser() -> argparse.ArgumentParser:
         help="run the checks against one or more harnesses",
         description="Run the conformance checks against each harness, printing each check as "
         "it ends, each failure with its reason, and the closing line 'N passed, N failed, N "
-        "skipped'. Writes report.json, junit.xml and matrix.md to the report directory. Exit "
-        "status 1 when any check fails.",
+        "skipped'. Writes report.json, junit.xml and matrix.md to the report directory (checked "
+        "before any check runs). Exit status 1 when any check fails, 3 when a harness errs.",
     )
     _harness_option(run, required=True, repeat=True)
     _report_dir_option(run, "report.json, junit.xml and matrix.md")
-    run.add_argument("--seed", type=int, default=0, metavar="N", help="the seed (default 0)")
+    run.add_argument("--seed", type=_seed, default=0, metavar="N", help="the seed (default 0)")
     run.add_argument(
         "--tier",
+        type=_tier,
         choices=TIERS,
         default="standard",
         help="how much to check: smoke < standard < full (default standard)",
@@ -306,7 +471,7 @@ def parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="ID",
-        help="only this check id or id prefix, e.g. IDENT- (repeatable)",
+        help="only this check id or id prefix, e.g. IDENT- (any case; repeatable)",
     )
     run.set_defaults(handler=command_run)
 
@@ -317,7 +482,11 @@ def parser() -> argparse.ArgumentParser:
         "clause it comes from.",
     )
     listing.add_argument(
-        "--tier", choices=TIERS, default="full", help="only checks of this tier and below"
+        "--tier",
+        type=_tier,
+        choices=TIERS,
+        default="full",
+        help="only checks of this tier and below",
     )
     listing.add_argument(
         "--check", action="append", default=[], metavar="ID", help="only this id or prefix"
@@ -355,13 +524,14 @@ def parser() -> argparse.ArgumentParser:
     _report_dir_option(preflight, "preflight.json and preflight.md")
     preflight.add_argument(
         "--probe-dir",
+        type=_cluster_dir,
         default="/tmp",
         metavar="DIR",
         help="a directory on the cluster the probe jobs run in and write to (default /tmp)",
     )
     preflight.add_argument(
         "--bound",
-        type=float,
+        type=_seconds,
         default=180.0,
         metavar="SECONDS",
         help="how long each probe may wait for its job (default 180)",
@@ -378,21 +548,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 2
     if args.command is None:
-        top.print_help(sys.stderr)
-        return 2
+        complain(
+            f"a command is required: run, list, harnesses, matrix or preflight (see: {PROG} --help)"
+        )
+        return EXIT_USAGE
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
         return handler(args)
     except (UsageError, HarnessError) as error:
         complain(str(error))
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
         complain("interrupted")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # The reader went away (``| head``): stop writing, quietly.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+        return EXIT_PIPE
+    except Exception as error:  # a bug: still one line, and a status of its own
+        complain(
+            f"internal error: {type(error).__name__}: {error} (at {where(error)}; please report it)"
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -16,16 +16,26 @@ from dispatch_core import Backend, Clock, JobID, ObjectRef
 
 
 class CannotInject(Exception):
-    """Raised by a harness or its fault injector for a fault or a probe it cannot provide."""
+    """Raised by a harness or its fault injector for a fault or a probe it cannot provide.
 
-    def __init__(self, fault: str) -> None:
+    A harness whose whole target is absent (no cluster answers) says what is missing in
+    ``missing``, in words a site's administrator reads (``dispatch-conformance preflight``
+    prints it); the message stays ``harness cannot inject <fault>`` for the checks."""
+
+    def __init__(self, fault: str, *, missing: str = "") -> None:
         super().__init__(f"harness cannot inject {fault}")
         self.fault = fault
+        self.missing = missing
 
 
 class HarnessUnavailable(Exception):
     """Raised by a harness whose target is missing where it must not be skipped (a real
-    cluster under ``CI=true``): every check fails with this reason instead of skipping."""
+    cluster under ``CI=true``): every check fails with this reason instead of skipping.
+    ``missing`` is as for :class:`CannotInject`."""
+
+    def __init__(self, message: str, *, missing: str = "") -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 class FaultInjector:

@@ -13,9 +13,15 @@ the plugin adds nothing and prints nothing.
 
 A check that passes passes; one that fails fails with the check's message (the rule, what the
 adapter did, the replay command) and no traceback; one that does not apply is skipped with its
-reason; a strict expected failure that fails is ``xfailed``, and one that passes fails. Every
-item carries ``harness``, ``check`` and ``seed`` as user properties, which ``--junitxml``
-writes as ``<property>`` elements (they travel with the report, so pytest-xdist keeps them).
+reason; a strict expected failure that fails is ``xfailed``, and one that passes fails. A
+harness that raises (making a backend, in its fault injector, ...) is an *error* (``E``, a
+JUnit ``<error>``): the check runs in the item's setup, so that pytest tells the harness's
+error from the adapter's failure. A harness that fails to close is said in the summary and
+makes the exit status 1. Every item carries ``harness``, ``check`` and ``seed`` as user
+properties, which ``--junitxml`` writes as ``<property>`` elements (they travel with the
+report, so pytest-xdist keeps them). A bad option (a ``--dispatch-check`` that selects nothing,
+a ``--dispatch-report-dir`` that cannot be written, a harness that cannot be loaded) is a
+one-line usage error before anything runs.
 
 The suite can also live in an author's own test module::
 
@@ -28,6 +34,8 @@ The suite can also live in an author's own test module::
 
 ``suite_for`` returns a test function parametrized over the checks (ids are check ids); keep
 it out of ``conftest.py`` (pytest takes a conftest's names for hooks and fixtures, not tests).
+With this plugin loaded (its entry point loads it) a harness error there is an error too;
+without it (``-p no:dispatch_conformance``), a failure that says it is the harness's error.
 """
 
 from __future__ import annotations
@@ -114,20 +122,20 @@ def pytest_configure(config: pytest.Config) -> None:
     specs: list[str] = config.getoption("dispatch_harness") or []
     if not specs:
         return
-    from conformance.checks import checks
+    from conformance.checks import SelectionError, select
+    from conformance.reports import RUN_REPORTS, ReportDirError, prepare_report_dir
     from conformance.runner import HarnessError, load_all
 
     tier: str = config.getoption("dispatch_tier")
     selection: list[str] = config.getoption("dispatch_check") or []
-    selected = checks(tier, selection or None)
-    if not selected:
-        raise pytest.UsageError(
-            f"no {tier}-tier check matches --dispatch-check {' '.join(selection)} "
-            "(see: dispatch-conformance list)"
-        )
+    report_dir: str | None = config.getoption("dispatch_report_dir")
+    worker = hasattr(config, "workerinput")
     try:
+        selected = select(tier, selection, option="--dispatch-check", tier_option="--dispatch-tier")
+        if report_dir is not None and not worker:
+            prepare_report_dir(report_dir, RUN_REPORTS, option="--dispatch-report-dir")
         loaded = load_all(specs)
-    except HarnessError as error:
+    except (SelectionError, ReportDirError, HarnessError) as error:
         raise pytest.UsageError(str(error)) from None
     run = ConformanceRun(
         loaded=loaded,
@@ -135,9 +143,9 @@ def pytest_configure(config: pytest.Config) -> None:
         seed=config.getoption("dispatch_seed"),
         tier=tier,
         selection=selection,
-        report_dir=config.getoption("dispatch_report_dir"),
+        report_dir=report_dir,
         only_checks=config.args_source is not pytest.Config.ArgsSource.ARGS,
-        worker=hasattr(config, "workerinput"),
+        worker=worker,
     )
     config.stash[_RUN] = run
     config.pluginmanager.register(run, RUN_PLUGIN)
@@ -167,6 +175,7 @@ class ConformanceRun:
     worker: bool
     results: list[dict[str, object]] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
 
     def pytest_report_header(self) -> list[str]:
         labels = ", ".join(h.label for h in self.loaded)
@@ -200,22 +209,37 @@ class ConformanceRun:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if isinstance(item, ConformanceItem) and call.when == "call" and item.result is not None:
-            # An attribute of the report travels to the pytest-xdist controller with it.
+        # The phase the outcome was settled in: setup for a harness error, else call. An
+        # attribute of the report travels to the pytest-xdist controller with it.
+        settled = "setup" if isinstance(item, ConformanceItem) and item.harness_error else "call"
+        if isinstance(item, ConformanceItem) and item.result is not None and call.when == settled:
             vars(report)[RESULT_ATTRIBUTE] = item.result.as_dict()
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         result = vars(report).get(RESULT_ATTRIBUTE)
-        if report.when == "call" and isinstance(result, dict):
+        if isinstance(result, dict):
             self.results.append(result)
 
-    def pytest_sessionfinish(self) -> None:
-        if self.report_dir is None or self.worker:
-            return  # a pytest-xdist worker: the controller writes the reports
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Write the reports (the controller, not a pytest-xdist worker), then close the
+        harnesses; a report that cannot be written or a harness that fails to close is said in
+        the summary and fails the session."""
+        from conformance.runner import close_all
+
+        try:
+            if self.report_dir is not None and not self.worker:
+                self._write_reports()
+        finally:
+            self.problems += close_all(self.loaded)
+        if self.problems and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _write_reports(self) -> None:
         from conformance.reports import RunInfo, write_reports
         from conformance.runner import capability_answers
 
+        assert self.report_dir is not None
         info = RunInfo(
             runner="pytest",
             harnesses=[(h.label, h.spec) for h in self.loaded],
@@ -224,7 +248,14 @@ class ConformanceRun:
             selection=self.selection,
         )
         answers = [capability_answers(h) for h in self.loaded]
-        self.written = write_reports(self.report_dir, self.results, answers, info)
+        self.problems += [f"{a.label}: {a.note}" for a in answers if a.blame == "harness"]
+        try:
+            self.written = write_reports(self.report_dir, self.results, answers, info)
+        except OSError as error:
+            why = error.strerror or str(error)
+            self.problems.append(
+                f"cannot write the reports to --dispatch-report-dir {self.report_dir}: {why}"
+            )
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.worker:
@@ -234,6 +265,8 @@ class ConformanceRun:
         terminalreporter.write_sep("-", "dispatch conformance")
         if self.written:
             terminalreporter.write_line("reports: " + ", ".join(str(p) for p in self.written))
+        for problem in self.problems:
+            terminalreporter.write_line(f"error: {problem}", red=True)
         terminalreporter.write_line(closing_line(self.results))
 
 
@@ -263,7 +296,8 @@ class ConformanceFailure(Exception):
 
 
 class ConformanceItem(pytest.Item):
-    """One check on one harness."""
+    """One check on one harness. The check runs in :meth:`setup`, so that a harness error is
+    pytest's error (the setup's); :meth:`runtest` settles its outcome."""
 
     def __init__(self, *, check: Check, loaded: Loaded, seed: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -271,12 +305,19 @@ class ConformanceItem(pytest.Item):
         self.loaded = loaded
         self.seed = seed
         self.result: Result | None = None
+        self.harness_error = False
         self.user_properties.extend(
             [("harness", loaded.label), ("check", check.id), ("seed", str(seed))]
         )
 
-    def runtest(self) -> None:
+    def setup(self) -> None:
         self.result = self.loaded.run(self.check, self.seed)
+        self.harness_error = errs(self.result)
+        if self.harness_error:
+            harness_error(self, self.result)
+
+    def runtest(self) -> None:
+        assert self.result is not None
         settle(self.result)
 
     def repr_failure(
@@ -315,9 +356,40 @@ class FailureRepr(TerminalRepr):
             tw.line(line, red=True, bold=line.startswith("["))
 
 
+def errs(result: Result) -> bool:
+    """Whether the harness erred."""
+    from conformance.checks import Outcome
+
+    return result.outcome is Outcome.ERROR
+
+
+_HARNESS_ERROR = pytest.StashKey[str]()
+
+
+def harness_error(item: pytest.Item, result: Result) -> NoReturn:
+    """Fail ``item``'s setup with the harness error: pytest reports an error, which
+    :func:`pytest_runtest_makereport` shows as the message alone."""
+    item.stash[_HARNESS_ERROR] = result.reason
+    pytest.fail(result.reason, pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A harness error is shown as its message (the first line in summaries and in JUnit's
+    ``<error message>``), as a check's failure is."""
+    report = yield
+    reason = item.stash.get(_HARNESS_ERROR, None)
+    if reason is not None and call.when == "setup" and report.failed:
+        path, line, _ = item.reportinfo()
+        report.longrepr = FailureRepr(reason, str(path), (line or 0) + 1)
+    return report
+
+
 def settle(result: Result) -> None:
     """Turn a check's result into pytest's outcome: return (passed), skip, xfail, or raise
-    :class:`ConformanceFailure`."""
+    :class:`ConformanceFailure` (a failure, or a harness error settled in the test itself)."""
     from conformance.checks import Outcome
 
     if result.outcome is Outcome.PASSED:
@@ -347,45 +419,126 @@ def suite_for(
     """A test function running every check of ``tier`` (or those ``checks`` names by id or
     prefix) against ``harness``: a Harness, a callable returning one (a class or factory,
     called once, on the first check), or a name or ``module:factory`` as on the command line.
-    Assign it to a ``test_`` name in a test module; its parameters are the check ids."""
-    from conformance.checks import checks as registered
+    Assign it to a ``test_`` name in a test module; its parameters are the check ids. A
+    replay command names the harness as given: the name, or ``module:factory`` of the class or
+    factory."""
+    from conformance.checks import select
 
-    selected = registered(tier, checks)
-    made: list[Loaded] = []
-
-    def harness_for(config: pytest.Config) -> Loaded:
-        if not made:
-            from conformance.harness import Harness as HarnessType
-            from conformance.runner import Loaded, load
-
-            if isinstance(harness, str):
-                value, spec = load(harness), harness
-            else:
-                value = harness if isinstance(harness, HarnessType) else harness()
-                spec = f"{type(value).__module__}:{type(value).__qualname__}"
-            label = harness if isinstance(harness, str) else value.name
-            made.append(Loaded(spec, label, value))
-            config.add_cleanup(value.close)
-        return made[0]
+    selected = select(tier, list(checks or ()), option="suite_for check", tier_option="tier")
+    suite = _Suite(harness, seed)
 
     @pytest.mark.parametrize("dispatch_check", selected, ids=[c.id for c in selected])
-    def test_dispatch_conformance(
-        dispatch_check: Check,
-        record_property: Callable[[str, object], None],
-        pytestconfig: pytest.Config,
-    ) -> None:
-        loaded = harness_for(pytestconfig)
-        record_property("harness", loaded.label)
-        record_property("check", dispatch_check.id)
-        record_property("seed", str(seed))
-        result = loaded.run(dispatch_check, seed)
+    def test_dispatch_conformance(dispatch_check: Check, request: pytest.FixtureRequest) -> None:
+        result = request.node.stash.get(_SUITE_RESULT, None)
+        if result is None:  # this plugin is not loaded: the check runs here
+            loaded = suite.loaded(request.config)
+            request.node.user_properties.extend(suite.properties(loaded, dispatch_check))
+            result = loaded.run(dispatch_check, seed)
         try:
             settle(result)
         except ConformanceFailure as failure:
-            pytest.fail(str(failure), pytrace=False)
+            message = str(failure)
+        else:
+            return
+        pytest.fail(message, pytrace=False)  # outside the except: said once, not chained
 
+    setattr(test_dispatch_conformance, _SUITE_ATTRIBUTE, suite)
     test_dispatch_conformance.__doc__ = f"The dispatch conformance checks ({tier} tier)."
     return test_dispatch_conformance
+
+
+_SUITE_ATTRIBUTE = "dispatch_suite"
+_SUITE_RESULT = pytest.StashKey["Result"]()
+
+
+class _Suite:
+    """The harness of one ``suite_for`` test: made on its first check, closed at the end."""
+
+    def __init__(self, harness: Harness | Callable[[], Harness] | str, seed: int) -> None:
+        self.harness = harness
+        self.seed = seed
+        self.made: Loaded | None = None
+
+    def loaded(self, config: pytest.Config) -> Loaded:
+        if self.made is None:
+            from conformance.harness import Harness as HarnessType
+            from conformance.runner import Loaded, load
+
+            given = self.harness
+            if isinstance(given, str):
+                value, spec, label = load(given), given, given
+            else:
+                value = given if isinstance(given, HarnessType) else given()
+                named = given if not isinstance(given, HarnessType) else type(given)
+                spec = f"{named.__module__}:{named.__qualname__}"
+                name = getattr(value, "name", "")
+                label = name if isinstance(name, str) and name and name != "unnamed" else spec
+            self.made = Loaded(spec, label, value)
+            config.add_cleanup(self.last_close)
+            _suites(config).append(self)
+        return self.made
+
+    def properties(self, loaded: Loaded, check: Check) -> list[tuple[str, object]]:
+        """The item's ``harness``, ``check`` and ``seed`` (JUnit ``<property>`` elements)."""
+        return [("harness", loaded.label), ("check", check.id), ("seed", str(self.seed))]
+
+    def close(self) -> str:
+        """Close the harness (once); the complaint when closing failed, else ''."""
+        return self.made.close() if self.made is not None else ""
+
+    def last_close(self) -> None:
+        # Without this plugin's session hooks, the harness is closed here, at the very end:
+        # a failure can only be said on stderr.
+        problem = self.close()
+        if problem:
+            print(f"dispatch conformance: error: {problem}", file=sys.stderr, flush=True)
+
+
+_SUITES = pytest.StashKey[list[_Suite]]()
+
+
+def _suites(config: pytest.Config) -> list[_Suite]:
+    return config.stash.setdefault(_SUITES, [])
+
+
+def _suite_of(item: pytest.Item) -> _Suite | None:
+    suite = getattr(getattr(item, "function", None), _SUITE_ATTRIBUTE, None)
+    return suite if isinstance(suite, _Suite) else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``suite_for`` test's check runs in its setup (after its fixtures'), so that a harness
+    error is pytest's error; the test itself settles the outcome."""
+    suite = _suite_of(item)
+    callspec = getattr(item, "callspec", None)
+    if suite is None or callspec is None:
+        return
+    check: Check = callspec.params["dispatch_check"]
+    loaded = suite.loaded(item.config)
+    item.user_properties.extend(suite.properties(loaded, check))
+    result = loaded.run(check, suite.seed)
+    item.stash[_SUITE_RESULT] = result
+    if errs(result):
+        harness_error(item, result)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Close the harnesses of ``suite_for`` tests; one that fails to close fails the session."""
+    problems = [p for p in (s.close() for s in _suites(session.config)) if p]
+    if problems:
+        session.config.stash[_SUITE_PROBLEMS] = problems
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_SUITE_PROBLEMS = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for problem in terminalreporter.config.stash.get(_SUITE_PROBLEMS, []):
+        terminalreporter.write_line(f"error: {problem}", red=True)
 
 
 __all__ = ["ConformanceItem", "suite_for"]

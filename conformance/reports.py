@@ -1,5 +1,10 @@
 """The reports one run produces: ``report.json``, ``junit.xml`` and ``matrix.md`` in a report
-directory, and the closing line ``N passed, N failed, N skipped``.
+directory, and the closing line ``N passed, N failed, N skipped`` (``, N harness errors`` when
+a harness raised).
+
+Every report is written by :func:`write_atomic` (a temporary file in the same directory, then
+``os.replace``), so an interrupted run leaves the previous report or the new one, never half of
+one; :func:`prepare_report_dir` checks a report directory before a run spends time on checks.
 
 Results come as :class:`~conformance.checks.Result` values or as their ``as_dict()`` (the
 pytest plugin gets them back as dictionaries from pytest-xdist workers). Capability answers
@@ -13,10 +18,12 @@ of any environment variable whose name looks like a secret (``*TOKEN*``, ``*PASS
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
 import re
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,9 +38,10 @@ from dispatch_core import Capability, Support, capabilities
 JSON_NAME = "report.json"
 JUNIT_NAME = "junit.xml"
 MATRIX_NAME = "matrix.md"
+MATRIX_JSON = "matrix.json"
 PREFLIGHT_JSON = "preflight.json"
 PREFLIGHT_MD = "preflight.md"
-OUTCOMES = ("passed", "failed", "skipped")
+OUTCOMES = ("passed", "failed", "skipped", "error")
 
 Row = Mapping[str, object]
 
@@ -53,9 +61,78 @@ def totals(results: Iterable[Result | Row]) -> dict[str, int]:
 
 
 def closing_line(results: Iterable[Result | Row]) -> str:
-    """``N passed, N failed, N skipped``."""
+    """``N passed, N failed, N skipped``, and ``, N harness error(s)`` when there are any."""
     counts = totals(results)
-    return ", ".join(f"{counts[o]} {o}" for o in OUTCOMES)
+    line = ", ".join(f"{counts[o]} {o}" for o in ("passed", "failed", "skipped"))
+    errors = counts["error"]
+    return line + (f", {errors} harness error{'s' if errors != 1 else ''}" if errors else "")
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+class ReportDirError(Exception):
+    """A report directory that cannot take the reports (the message is one line)."""
+
+
+def prepare_report_dir(
+    report_dir: str | os.PathLike[str], names: Sequence[str] = (), option: str = "--report-dir"
+) -> Path:
+    """``report_dir``, created if missing, once it is known that the reports ``names`` can be
+    written into it (a file is made there and removed); else :class:`ReportDirError` naming
+    ``option`` and saying why (not a directory, cannot be created, cannot be written)."""
+    text = os.fspath(report_dir)
+    if not text.strip():
+        raise ReportDirError(f"{option} is empty: give a directory to write the reports to")
+    directory = Path(text)
+    shown = f"{option} {text}"
+    if directory.exists() and not directory.is_dir():
+        raise ReportDirError(f"{shown}: not a directory")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ReportDirError(f"{shown}: cannot create it ({_why(error)})") from None
+    for name in names:
+        if (directory / name).is_dir():
+            raise ReportDirError(f"{shown}: {name} there is a directory, not a report")
+    try:
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=".dispatch-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise ReportDirError(f"{shown}: cannot write into it ({_why(error)})") from None
+    return directory
+
+
+def _why(error: OSError) -> str:
+    return error.strerror or str(error)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically: into a temporary file in the same
+    directory, flushed to disk, then renamed over ``path`` (``os.replace``). A reader sees the
+    old file or the new one, never part of one; on any error the temporary file is removed.
+    The file gets the mode a new file would (``0o666`` less the umask)."""
+    target = Path(path)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return target
 
 
 def tool_version() -> str:
@@ -249,8 +326,8 @@ def _xml(text: object, secrets: Sequence[str]) -> str:
 
 def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> str:
     """JUnit XML: one testsuite per harness, one testcase per check with the properties
-    ``harness``, ``check``, ``seed`` (and ``rule``, ``clause``); a failure or a skip carries
-    the reason."""
+    ``harness``, ``check``, ``seed`` (and ``rule``, ``clause``); a failure (the adapter's), an
+    error (the harness's) or a skip carries the reason."""
     secrets = _secrets()
     listed = rows(results)
     order = [label for label, _ in info.harnesses] if info else []
@@ -263,7 +340,7 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
         name="dispatch-conformance",
         tests=str(counts["total"]),
         failures=str(counts["failed"]),
-        errors="0",
+        errors=str(counts["error"]),
         skipped=str(counts["skipped"]),
         time=f"{sum(_duration(r) for r in listed):.3f}",
     )
@@ -276,7 +353,7 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
             name=_xml(harness, secrets),
             tests=str(own_counts["total"]),
             failures=str(own_counts["failed"]),
-            errors="0",
+            errors=str(own_counts["error"]),
             skipped=str(own_counts["skipped"]),
             time=f"{sum(_duration(r) for r in own):.3f}",
             timestamp=info.started if info else now(),
@@ -309,6 +386,11 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
                     case, "failure", message=reason.splitlines()[0] if reason else "failed"
                 )
                 failure.text = reason
+            elif row.get("outcome") == "error":
+                error = ET.SubElement(
+                    case, "error", message=reason.splitlines()[0] if reason else "harness error"
+                )
+                error.text = reason
             elif row.get("outcome") == "skipped":
                 ET.SubElement(case, "skipped", message=reason)
     ET.indent(root)
@@ -329,18 +411,19 @@ def write_reports(
     junit: bool = True,
 ) -> list[Path]:
     """Write ``report.json``, ``junit.xml`` (unless ``junit`` is false) and ``matrix.md``
-    into ``report_dir`` (created if missing); returns the paths written."""
+    into ``report_dir`` (created if missing), each atomically; returns the paths written."""
     listed = rows(results)
     info.finished = info.finished or now()
     directory = Path(report_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    written = [directory / JSON_NAME]
-    written[0].write_text(json.dumps(report_json(listed, answers, info), indent=2) + "\n")
+    written = [
+        write_atomic(
+            directory / JSON_NAME, json.dumps(report_json(listed, answers, info), indent=2) + "\n"
+        )
+    ]
     if junit:
-        written.append(directory / JUNIT_NAME)
-        written[-1].write_text(junit_xml(listed, info))
-    written.append(directory / MATRIX_NAME)
-    written[-1].write_text(matrix_markdown(answers, listed))
+        written.append(write_atomic(directory / JUNIT_NAME, junit_xml(listed, info)))
+    written.append(write_atomic(directory / MATRIX_NAME, matrix_markdown(answers, listed)))
     return written
 
 
@@ -348,8 +431,7 @@ def write_matrix(report_dir: str | os.PathLike[str], answers: Sequence[Answers])
     """The capability matrix alone: ``matrix.md`` and ``matrix.json``."""
     directory = Path(report_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    markdown = directory / MATRIX_NAME
-    markdown.write_text(matrix_markdown(answers))
+    markdown = write_atomic(directory / MATRIX_NAME, matrix_markdown(answers))
     document = {
         "tool": "dispatch-conformance",
         "version": tool_version(),
@@ -358,8 +440,9 @@ def write_matrix(report_dir: str | os.PathLike[str], answers: Sequence[Answers])
             a.label: {"answers": answers_dict(a.answers), "note": a.note} for a in answers
         },
     }
-    data = directory / "matrix.json"
-    data.write_text(json.dumps(_scrubbed(document, _secrets()), indent=2) + "\n")
+    data = write_atomic(
+        directory / MATRIX_JSON, json.dumps(_scrubbed(document, _secrets()), indent=2) + "\n"
+    )
     return [markdown, data]
 
 
@@ -388,8 +471,9 @@ def write_preflight(
         "progress": list(progress),
         "capabilities": answers_dict(answers),
     }
-    data = directory / PREFLIGHT_JSON
-    data.write_text(json.dumps(_scrubbed(document, secrets), indent=2) + "\n")
+    data = write_atomic(
+        directory / PREFLIGHT_JSON, json.dumps(_scrubbed(document, secrets), indent=2) + "\n"
+    )
     lines = [
         f"# Preflight: {_cell(label)}",
         "",
@@ -412,24 +496,35 @@ def write_preflight(
                 f"| {capability.value} | {support.value.value} | {support.source.value} "
                 f"| {reason} |"
             )
-    markdown = directory / PREFLIGHT_MD
-    markdown.write_text("\n".join(lines) + "\n")
+    markdown = write_atomic(directory / PREFLIGHT_MD, "\n".join(lines) + "\n")
     return [data, markdown]
+
+
+RUN_REPORTS = (JSON_NAME, JUNIT_NAME, MATRIX_NAME)
+MATRIX_REPORTS = (MATRIX_NAME, MATRIX_JSON)
+PREFLIGHT_REPORTS = (PREFLIGHT_JSON, PREFLIGHT_MD)
 
 
 __all__ = [
     "JSON_NAME",
     "JUNIT_NAME",
+    "MATRIX_JSON",
     "MATRIX_NAME",
+    "MATRIX_REPORTS",
+    "PREFLIGHT_REPORTS",
+    "RUN_REPORTS",
+    "ReportDirError",
     "RunInfo",
     "capability_table",
     "closing_line",
     "junit_xml",
     "matrix_markdown",
+    "prepare_report_dir",
     "report_json",
     "rows",
     "scrub",
     "totals",
+    "write_atomic",
     "write_matrix",
     "write_preflight",
     "write_reports",

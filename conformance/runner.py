@@ -6,6 +6,10 @@ A harness is named on the command line by a registered name (``memory-slurm``) o
 ``module:factory`` path. Results and reports call it by its *label*: the registered name, or
 the harness's own ``name`` for a factory (its spec when the harness leaves ``name`` unset);
 the replay command in a failure always repeats the spec as given, so it can be pasted back.
+
+A harness that cannot be loaded is the caller's input error (:class:`HarnessError`); a loaded
+harness that raises while it is used (making a backend, closing) is the harness's error, told
+apart from the adapter's wherever it is reported.
 """
 
 from __future__ import annotations
@@ -14,15 +18,19 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from conformance.checks import Check, Result, Skip, replay_command, run_check
-from conformance.harness import CannotInject, Harness
+from conformance.checks import (
+    Check,
+    HarnessCrash,
+    Result,
+    Skip,
+    one_line,
+    replay_command,
+    run_check,
+    where,
+)
+from conformance.harness import CannotInject, Harness, HarnessUnavailable
 from conformance.harnesses import HarnessError, load_harness
 from dispatch_core import Capability, Support
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line (messages from harness factories may span several)."""
-    return " ".join(text.split())
 
 
 @dataclass
@@ -32,6 +40,7 @@ class Loaded:
     spec: str
     label: str
     harness: Harness
+    closed: bool = field(default=False, compare=False)
 
     def run(self, check: Check, seed: int) -> Result:
         """Run ``check`` on this harness; the result is labelled, and its replay command names
@@ -42,11 +51,16 @@ class Loaded:
         return dataclasses.replace(result, harness=self.label, reason=reason, replay=replay)
 
     def close(self) -> str:
-        """Close the harness; returns a one-line complaint when closing failed, else ''."""
+        """Close the harness (once: later calls do nothing); returns a one-line complaint when
+        closing failed, else ''."""
+        if self.closed:
+            return ""
+        self.closed = True
         try:
             self.harness.close()
-        except Exception as error:
-            return f"closing harness {self.label} failed: {type(error).__name__}: {error}"
+        except (Exception, SystemExit) as error:
+            said = one_line(f"{type(error).__name__}: {error}")
+            return f"harness error: closing harness {self.label} failed: {said} (at {where(error)})"
         return ""
 
 
@@ -57,7 +71,7 @@ def load(spec: str) -> Harness:
         return load_harness(spec)
     except HarnessError as error:
         raise HarnessError(one_line(str(error))) from None
-    except Exception as error:
+    except (Exception, SystemExit) as error:  # a module or factory may even call sys.exit
         raise HarnessError(
             one_line(f"harness {spec!r} failed to load: {type(error).__name__}: {error}")
         ) from None
@@ -93,22 +107,34 @@ def _label(spec: str, harness: Harness) -> str:
 
 @dataclass
 class Answers:
-    """A harness's capability answers, or why there are none (``note``)."""
+    """A harness's capability answers, or why there are none (``note``); ``blame`` is
+    ``"harness"`` when the harness raised making the backend, ``"unavailable"`` when its
+    target must be there and is not (:class:`HarnessUnavailable`), ``"adapter"`` when the
+    backend's ``capabilities`` raised, else empty."""
 
     label: str
     answers: dict[Capability, Support] = field(default_factory=dict)
     note: str = ""
+    blame: str = ""
 
 
 def capability_answers(loaded: Loaded) -> Answers:
     """The answers of a fresh backend of ``loaded`` to ``capabilities(None)``."""
     try:
         backend = loaded.harness.new_backend()
-        answers = dict(backend.capabilities(None))
     except (Skip, CannotInject) as skipped:
         return Answers(loaded.label, note=one_line(f"skipped: {skipped}"))
-    except Exception as error:
-        return Answers(loaded.label, note=one_line(f"no answers: {type(error).__name__}: {error}"))
+    except HarnessUnavailable as missing:
+        return Answers(loaded.label, note=one_line(f"unavailable: {missing}"), blame="unavailable")
+    except (Exception, SystemExit) as error:
+        crash = HarnessCrash("new_backend()", error)
+        note = f"no answers: harness error: {crash} (at {crash.location})"
+        return Answers(loaded.label, note=note, blame="harness")
+    try:
+        answers = dict(backend.capabilities(None))
+    except (Exception, SystemExit) as error:
+        note = one_line(f"no answers: capabilities() raised {type(error).__name__}: {error}")
+        return Answers(loaded.label, note=note, blame="adapter")
     return Answers(loaded.label, answers)
 
 

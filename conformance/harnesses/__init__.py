@@ -24,6 +24,10 @@ def load_harness(spec: str) -> Harness:
     """The harness ``spec`` names: a registered name, or ``module:factory``."""
     if ":" in spec:
         module_name, _, attribute = spec.partition(":")
+        if not module_name.strip() or not attribute.strip():
+            raise HarnessError(
+                f"harness {spec!r} is not module:factory (e.g. mypkg.testing:harness)"
+            )
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:

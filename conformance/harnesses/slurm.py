@@ -716,14 +716,32 @@ class SlurmLocalHarness(Harness):
         if self._config is None and self._reason is None:
             self._reason = self._probe()
         if self._reason is not None:
+            missing = self.missing(self._reason)
             if self.required_under_ci and os.environ.get("CI") == "true":
                 raise HarnessUnavailable(
                     f"{self.name} needs a real Slurm under CI=true (start it with "
-                    f"ci/slurm-up.sh): {self._reason}"
+                    f"ci/slurm-up.sh): {self._reason}",
+                    missing=missing,
                 )
-            raise CannotInject(f"a real Slurm: {self._reason}")
+            raise CannotInject(f"a real Slurm: {self._reason}", missing=missing)
         assert self._config is not None
         return self._config
+
+    def missing(self, reason: str) -> str:
+        """Why there is no cluster, as ``dispatch-conformance preflight`` tells a site's
+        administrator: what is missing and where, with no script of this repository."""
+        local = isinstance(self.transport, LocalTransport)
+        where = "on this machine" if local else f"through {type(self.transport).__name__}"
+        if reason.startswith("no ") and reason.endswith(" on PATH"):
+            command = reason.removeprefix("no ").removesuffix(" on PATH")
+            return (
+                f"no Slurm cluster to probe {where}: {command} is not on PATH (install the "
+                "Slurm client commands, or run this on a login node of the cluster)"
+            )
+        return (
+            f"no Slurm cluster answers {where}: {reason} (is slurmctld running, and is this "
+            "host a login node of its cluster?)"
+        )
 
     def _probe(self) -> str | None:
         if isinstance(self.transport, LocalTransport) and shutil.which("sbatch") is None:
