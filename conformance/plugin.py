@@ -91,6 +91,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--dispatch-tier",
+        type=lambda text: text.strip().lower(),
         choices=TIERS,
         default="standard",
         help="how much to check: smoke < standard < full (default standard)",
@@ -424,7 +425,9 @@ def suite_for(
     factory."""
     from conformance.checks import select
 
-    selected = select(tier, list(checks or ()), option="suite_for check", tier_option="tier")
+    # One id given as a string is one id, not a prefix per character.
+    ids = [checks] if isinstance(checks, str) else list(checks or ())
+    selected = select(tier, ids, option="suite_for check", tier_option="tier")
     suite = _Suite(harness, seed)
 
     @pytest.mark.parametrize("dispatch_check", selected, ids=[c.id for c in selected])

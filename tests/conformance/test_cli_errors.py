@@ -504,6 +504,20 @@ def test_suite_for_reports_a_harness_error_as_an_error(pytester: pytest.Pytester
     assert props == {"harness": "no-backend", "check": "CAP-001", "seed": "0"}
 
 
+def test_suite_for_takes_one_id_given_as_a_string_as_one_id() -> None:
+    test = suite_for("memory-slurm", checks="CAP-001")
+    [marker] = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
+    assert [c.id for c in marker.args[1]] == ["CAP-001"]
+
+
+def test_the_plugin_takes_a_tier_in_capitals(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-tier=SMOKE", "--collect-only", "-q"
+    )
+    collected = [line for line in result.stdout.lines if line.startswith("memory-slurm::")]
+    assert collected == [f"memory-slurm::{c.id}" for c in checks("smoke")]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "says"),
     [
