@@ -207,8 +207,11 @@ def where(error: BaseException) -> str:
 
 
 def _short_path(filename: str) -> str:
-    path = os.path.abspath(filename)
-    roots = {os.path.abspath(entry or os.curdir) for entry in (os.getcwd(), *sys.path)}
+    try:
+        path = os.path.abspath(filename)
+        roots = {os.path.abspath(entry or os.curdir) for entry in (os.getcwd(), *sys.path)}
+    except OSError:  # the working directory is gone
+        return filename
     for root in sorted(roots, key=len, reverse=True):
         if path.startswith(root.rstrip(os.sep) + os.sep):
             return os.path.relpath(path, root)

@@ -189,6 +189,10 @@ def command_run(args: argparse.Namespace) -> int:
     if written is not None:
         say(f"reports: {', '.join(str(p) for p in written)}")
     say(closing_line(results))
+    erred = {r.harness for r in errors}
+    for answer in answers:
+        if answer.blame == "harness" and answer.label not in erred:  # else said with the checks
+            complain(f"{answer.label}: {answer.note}")
     harness_failed = errors or not closed or any(a.blame == "harness" for a in answers)
     return max(
         EXIT_FAILED if failed else EXIT_PASSED,

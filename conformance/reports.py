@@ -86,11 +86,11 @@ def prepare_report_dir(
         raise ReportDirError(f"{option} is empty: give a directory to write the reports to")
     directory = Path(text)
     shown = f"{option} {text}"
-    if directory.exists() and not directory.is_dir():
-        raise ReportDirError(f"{shown}: not a directory")
     try:
+        if directory.exists() and not directory.is_dir():
+            raise ReportDirError(f"{shown}: not a directory")
         directory.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
+    except (OSError, ValueError) as error:  # ValueError: a NUL in the path
         raise ReportDirError(f"{shown}: cannot create it ({_why(error)})") from None
     for name in names:
         if (directory / name).is_dir():
@@ -104,8 +104,8 @@ def prepare_report_dir(
     return directory
 
 
-def _why(error: OSError) -> str:
-    return error.strerror or str(error)
+def _why(error: OSError | ValueError) -> str:
+    return (error.strerror if isinstance(error, OSError) else "") or str(error)
 
 
 def _umask() -> int:

@@ -236,6 +236,31 @@ def test_every_report_the_cli_writes_goes_through_write_atomic(
         through.clear()
 
 
+def test_a_disk_that_fills_up_at_the_end_is_one_line_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(path: str | os.PathLike[str], text: str) -> Path:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(reports, "write_atomic", full)
+    code, out, err = cli(
+        capsys,
+        "run",
+        "--harness",
+        "memory-slurm",
+        "--check",
+        "CAP-001",
+        "--report-dir",
+        str(tmp_path),
+    )
+    assert code == 2
+    assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    assert "reports: " not in out
+    assert one_line_error(err) == ERROR + (
+        f"cannot write the reports to --report-dir {tmp_path}: No space left on device"
+    )
+
+
 def test_a_run_interrupted_while_writing_keeps_each_report_whole(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
