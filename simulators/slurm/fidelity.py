@@ -219,7 +219,8 @@ class Scenario:
     """A named, scripted exchange with a Slurm cluster.
 
     ``build`` gives the steps for a cluster (most ignore it); ``job_comment`` is the
-    accounting mode the scenario needs (None: either, and it is recorded in both);
+    accounting mode the scenario needs (None: either, and it is recorded in both, or in
+    one of them when ``mode_free``);
     ``requires`` returns why a cluster cannot run it (None: it can); ``start_id`` asks the
     runner to drive the real id counter there first (unrecorded filler jobs)."""
 
@@ -230,6 +231,7 @@ class Scenario:
     start_id: Callable[[ClusterInfo], int | None] | None = None
     requires: Callable[[ClusterInfo], str | None] | None = None
     tolerance: int = 2
+    mode_free: bool = False
 
     def steps(self, info: ClusterInfo) -> list[Step]:
         return list(self.build(info))
@@ -1660,6 +1662,161 @@ def _unknown_ids(_: ClusterInfo) -> list[Step]:
     ]
 
 
+_BAD_SCRIPT: Final = "#!/bin/sh\ntrue\n"
+
+
+def _bad_sbatch(*bad: str, stdin: str = _BAD_SCRIPT) -> Run:
+    """An sbatch the client or slurmctld refuses, ``bad`` last: should it pass after all, the
+    job is held and named ``fid-Bad`` (the runner cancels it)."""
+    argv = ["sbatch", "--parsable", "--hold", "--job-name=fid-Bad", "--output=/dev/null"]
+    return run(*argv, *bad, stdin=stdin)
+
+
+def _bad_input(info: ClusterInfo) -> list[Step]:
+    """Bad options and arguments of every command, refused before anything changes: by
+    getopt_long, by the command's own checks, or by slurmctld before a job exists. Ids are
+    MaxJobId and above, which slurmctld never issues. (``sbatch --nodes=0`` is left out: a
+    held one is accepted with no nodes, and without ``--hold`` slurmctld refuses it only
+    after the job record, and so its id, exists.)"""
+    never, never2 = str(info.max_job_id), str(info.max_job_id + 1)
+    both = f"{never},,{never2}"
+    return [
+        # sbatch: getopt_long's '?' and the first pass's checks exit(-1): 255 ...
+        _bad_sbatch("--no-such-option"),
+        _bad_sbatch("-Z"),
+        _bad_sbatch("--job-name"),
+        _bad_sbatch("-J"),
+        _bad_sbatch("-N"),
+        _bad_sbatch("--hold=1"),
+        _bad_sbatch("--requeue=1"),
+        _bad_sbatch("--no"),
+        _bad_sbatch("--nodes=abc"),
+        _bad_sbatch("--nodes=3-1"),
+        _bad_sbatch("--time=xx"),
+        _bad_sbatch("--signal=NOPE"),
+        _bad_sbatch("--signal=B:USR1@99999"),
+        _bad_sbatch("--begin=garbage"),
+        _bad_sbatch("--mem=abc"),
+        _bad_sbatch("--open-mode=x"),
+        _bad_sbatch("--no-such-option", "--nodes=abc"),
+        _bad_sbatch("--nodes=abc", "--no-such-option"),
+        # ... parse_int exits 1 ...
+        _bad_sbatch("--ntasks=abc"),
+        _bad_sbatch("--cpus-per-task=0"),
+        _bad_sbatch("--ntasks-per-node=x"),
+        _bad_sbatch("--ntasks=abc", "--nodes=abc"),
+        # ... the script's directives: the second pass, after the script is read ...
+        _bad_sbatch(stdin="#!/bin/sh\n#SBATCH --no-such-option\ntrue\n"),
+        _bad_sbatch(stdin="#!/bin/sh\n#SBATCH --nodes=abc\ntrue\n"),
+        _bad_sbatch(stdin="#!/bin/sh\n#SBATCH --ntasks=abc\ntrue\n"),
+        _bad_sbatch("--nodes=1", stdin="#!/bin/sh\n#SBATCH --nodes=abc\ntrue\n"),
+        # ... the script itself and the final checks: exit 1 ...
+        _bad_sbatch(stdin=""),
+        _bad_sbatch(stdin="echo no interpreter\n"),
+        _bad_sbatch("/nonexistent/script.sh"),
+        _bad_sbatch("--wrap=true", "extra"),
+        _bad_sbatch("--quiet", "--verbose"),
+        # ... and slurmctld's refusal before a job record exists: exit 1.
+        _bad_sbatch("--partition=fid-nosuch"),
+        # squeue: exit 1, except a bad -o/-O field, user or empty id item (reported, exit 0).
+        run("squeue", "--no-such-option"),
+        run("squeue", "-Z"),
+        run("squeue", "--name"),
+        run("squeue", "-n"),
+        run("squeue", "--sort"),
+        run("squeue", "--no"),
+        run("squeue", "-j", "abc"),
+        run("squeue", "-jabc"),
+        run("squeue", "--jobs=abc"),
+        run("squeue", "-j", both, "-h"),
+        run("squeue", "-j", never, "-h"),
+        run("squeue", "-h", "-j", never, "-o", "%i|%Z"),
+        run("squeue", "-h", "-t", "all", "-o", "%i|%_"),
+        run("squeue", "-h", "-t", "all", "-O", "JobID,nosuchfield"),
+        run("squeue", "-h", "-t", "NOPE"),
+        run("squeue", "-h", "-u", "fid-nosuchuser"),
+        run("squeue", "-h", "-S", "Z"),
+        run("squeue", "--iterate=abc"),
+        run("squeue", "extra"),
+        run("squeue", "-j", never, "extra"),
+        run("squeue", "-o", "%i", "-O", "JobID"),
+        run("squeue", "-l", "-o", "%i"),
+        run("squeue", "-t", "NOPE", "--no-such-option"),
+        # sacct: getopt_long's message alone, exit 1.
+        run("sacct", "--no-such-option"),
+        run("sacct", "-Z"),
+        run("sacct", "--name"),
+        run("sacct", "-j"),
+        run("sacct", "--no"),
+        run("sacct", "--u=1"),
+        run("sacct", "-j", "abc"),
+        run("sacct", "-j", f"{never}.x"),
+        run("sacct", "-S", "garbage"),
+        run("sacct", "-E", "garbage"),
+        run("sacct", "-s", "NOPE"),
+        run("sacct", "-j", never, "-o", "nosuchfield"),
+        run("sacct", "-n", "-u", "fid-nosuchuser"),
+        run("sacct", "-S", "now", "-E", "now-1hour"),
+        run("sacct", "--whole-hetjob=x"),
+        run("sacct", "-l", "-o", "jobid"),
+        run("sacct", "extra"),
+        run("sacct", "-S", "garbage", "--no-such-option"),
+        # scancel: exit 1, before anything is sent.
+        run("scancel", "--no-such-option", never),
+        run("scancel", "-Z", never),
+        run("scancel", "--name"),
+        run("scancel", "-n"),
+        run("scancel", "--s=1", never),
+        run("scancel"),
+        run("scancel", "abc"),
+        run("scancel", both),
+        run("scancel", f"{never}.x"),
+        run("scancel", f"{never}_abc"),
+        run("scancel", "0"),
+        run("scancel", "--", "-5"),
+        run("scancel", "--signal=NOPE", never),
+        run("scancel", "-t", "NOPE", never),
+        run("scancel", "-u", "fid-nosuchuser"),
+        run("scancel", "--signal=NOPE", "--no-such-option", never),
+        # scontrol: exit 1.
+        run("scontrol", "--no-such-option", "show", "job"),
+        run("scontrol", "-Z", "show", "job"),
+        run("scontrol", "--u"),
+        run("scontrol"),
+        run("scontrol", stdin=f"show job {never}\nnosuchcommand\n"),
+        run("scontrol", "nosuchcommand"),
+        run("scontrol", "sh", "job", never),
+        run("scontrol", "sho", "job", never),
+        run("scontrol", "show"),
+        run("scontrol", "show", "nosuchentity"),
+        run("scontrol", "show", "job", "abc"),
+        run("scontrol", "show", "job", both),
+        run("scontrol", "show", "job", never, "extra"),
+        run("scontrol", "show", f"job={never}"),
+        run("scontrol", "update"),
+        run("scontrol", "update", "Foo=1"),
+        run("scontrol", "update", "JobId=abc", "Foo=1"),
+        run("scontrol", "update", f"JobId={never}", "Comment=x", "Foo=1"),
+        run("scontrol", "update", "JobId=abc", "StartTime=now"),
+        run("scontrol", "update", f"JobId={never}-1", "Comment=x"),
+        run("scontrol", "update", f"JobId={never}", "junk"),
+        run("scontrol", "update", f"JobId={never}", "Comment"),
+        run("scontrol", "update", "JobId", never, "Comment", "x"),
+        run("scontrol", "update", f"JobId={never}", "StartTime=garbage"),
+        run("scontrol", "update", f"JobId={never}", "Requeue=x"),
+        run("scontrol", "update", "JobId="),
+        run("scontrol", "update", "JobName=fid-nosuch", "Comment=x"),
+        run("scontrol", "hold"),
+        run("scontrol", "hold", "abc"),
+        run("scontrol", "uhold", never),
+        run("scontrol", "release", both),
+        run("scontrol", "release", never, never2),
+        run("scontrol", "requeue"),
+        run("scontrol", "requeue", "abc"),
+        run("scontrol", "requeuehold", "abc"),
+    ]
+
+
 def _wrap_start(info: ClusterInfo) -> int:
     return info.max_job_id - 3
 
@@ -1776,6 +1933,13 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         "without a filter; accounting still remembers it",
         _unknown_ids,
         requires=_short_age,
+    ),
+    Scenario(
+        "bad-input",
+        "bad options and arguments of sbatch, squeue, sacct, scancel and scontrol: getopt_long's "
+        "refusals, bad values, ids and fields, missing operands; the messages and exit statuses",
+        _bad_input,
+        mode_free=True,
     ),
     Scenario(
         "id-wrap",

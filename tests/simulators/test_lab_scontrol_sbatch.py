@@ -384,9 +384,9 @@ def test_show_config_reports_the_knobs_a_preflight_reads() -> None:
 
 def test_sbatch_errors() -> None:
     sim = lab()
-    assert run(sim, "sbatch", "--bogus") == (
+    assert run(sim, "sbatch", "--bogus") == (  # exit(-1) (fidelity scenario bad-input)
         "sbatch: unrecognized option '--bogus'\nTry \"sbatch --help\" for more information\n",
-        1,
+        255,
     )
     assert run(sim, "sbatch", "/nonexistent/job.sh") == (
         "sbatch: error: Unable to open file /nonexistent/job.sh\n",

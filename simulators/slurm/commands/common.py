@@ -1,8 +1,10 @@
-"""What several Slurm commands share: the job state names Slurm's clients know, the exception
-a command raises to stop with an exit status, and the runner of byte-writing commands."""
+"""What several Slurm commands share: the job state names Slurm's clients know, the signal
+names ``sig_name2num`` knows, C's ``strtol``, the exception a command raises to stop with an
+exit status, and the runner of byte-writing commands."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -39,8 +41,50 @@ STATES: Final = (
     ("STAGE_OUT", "SO", 0x800000),
     ("STOPPED", "ST", 0x200000),
 )
+# sig_name2num()'s table (signals_mapping[] of src/common/proc_args.c)
+SIGNALS: Final = {
+    "HUP": 1,
+    "INT": 2,
+    "QUIT": 3,
+    "ABRT": 6,
+    "KILL": 9,
+    "ALRM": 14,
+    "TERM": 15,
+    "USR1": 10,
+    "USR2": 12,
+    "URG": 23,
+    "CONT": 18,
+    "STOP": 19,
+    "TSTP": 20,
+    "TTIN": 21,
+    "TTOU": 22,
+    "XCPU": 24,
+}
+_STRTOL: Final = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
 BASE_STATES: Final = tuple((name, code) for name, code, number in STATES if number < 0x100)
 FLAG_STATES: Final = tuple((name, code) for name, code, number in STATES if number >= 0x100)
+
+
+def strtol(text: str) -> tuple[int, str]:
+    """C ``strtol(text, &end, 10)``: the number (0 when there is none) and what follows."""
+    match = _STRTOL.match(text)
+    if match is None:
+        return 0, text
+    return int(match.group(1)), text[match.end() :]
+
+
+def sig_name2num(text: str) -> int:
+    """``sig_name2num``: a number, or a name with or without ``SIG`` (any case); 0 if neither."""
+    number, rest = strtol(text)
+    if rest != text:  # strtol found a number
+        return number & 0xFFFF if not rest.strip() else 0
+    name = text.lstrip()
+    if name[:3].upper() == "SIG":
+        name = name[3:]
+    for known, value in SIGNALS.items():
+        if name[: len(known)].upper() == known and not name[len(known) :].strip():
+            return value
+    return 0
 
 
 class CommandExit(Exception):

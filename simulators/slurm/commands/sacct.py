@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from simulators.slurm.commands.common import STATES, CommandExit, run_to_bytes
-from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse
+from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse, refuse
 from simulators.slurm.commands.squeue import dump_pretty, ranged
 from simulators.slurm.controller import AcctRecord, JobState
 from simulators.slurm.sim import Output, command
@@ -95,9 +95,10 @@ SPEC: Final = [
     Opt("state", ("state",), "s"),
     Opt("starttime", ("starttime",), "S"),
     Opt("truncate", ("truncate",), "T", "none"),
-    Opt("user", ("uid", "user"), "u"),
+    Opt("user", ("uid",), "u"),
     Opt("use-local-uid", ("use-local-uid",), None, "none"),
     Opt("usage", ("usage",), "U", "none"),
+    Opt("user", ("user",)),
     Opt("verbose", ("verbose",), "v", "none"),
     Opt("version", ("version",), "V", "none"),
     Opt("wckeys", ("wckeys",), "W"),
@@ -617,12 +618,11 @@ def _fail(result: Output, line: str, code: int = 1) -> CommandExit:
 def _run(
     sim: SlurmSim, args: list[str], env: Mapping[str, str], result: Output, out: bytearray
 ) -> None:
+    cli = parse(PROG, args, SPEC, defer=True)
     try:
-        cli = parse(PROG, args, SPEC)
-    except UsageError as error:
-        result.err(error.lines[0])
-        raise CommandExit(1) from None
-    query, help_kind = _options(sim, cli, env, result)
+        query, help_kind = _options(sim, cli, env, result)
+    except UsageError as error:  # "case '?': /* getopt() has explained it */ exit(1);"
+        raise CommandExit(refuse(result, error, try_help=False)) from None
     if help_kind == "help":
         out += _b(USAGE)
         return
@@ -739,8 +739,16 @@ def _options(
             raise CommandExit(0)
         elif key == "allocations":
             query.no_steps = True
+        elif key == "whole-hetjob":
+            if value is not None and value.lower() not in ("yes", "y", "no", "n"):
+                raise _fail(
+                    result,
+                    f'{PROG}: error: Invalid --whole-hetjob value "{value}". '
+                    "Valid values: [yes|no].",
+                )
         elif key == "yaml":
             raise _fail(result, f"{PROG}: error: --yaml is not supported by this simulator")
+    cli.check()
     if (script or env_vars) and not query.steps:
         reason = "job environment" if env_vars else "job scripts"
         raise _fail(

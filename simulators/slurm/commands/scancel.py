@@ -19,13 +19,12 @@ status is the highest error code seen, modulo 256, as ``exit(rc)`` makes it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from simulators.slurm.commands.common import STATES
-from simulators.slurm.commands.getopt import Opt, UsageError, parse
+from simulators.slurm.commands.common import STATES, sig_name2num, strtol
+from simulators.slurm.commands.getopt import Opt, parse, refuse
 from simulators.slurm.controller import UNAVAILABLE, HoldKind, Job, JobState, SlurmError
 from simulators.slurm.sim import Output, command
 
@@ -42,8 +41,9 @@ SPEC: Final = [
     Opt("hurry", ("hurry",), "H", "none"),
     Opt("interactive", ("interactive",), "i", "none"),
     Opt("clusters", ("cluster", "clusters"), "M"),
-    Opt("name", ("jobname", "name"), "n"),
+    Opt("name", ("jobname",), "n"),
     Opt("me", ("me",), None, "none"),
+    Opt("name", ("name",)),
     Opt("nodelist", ("nodelist",), "w"),
     Opt("partition", ("partition",), "p"),
     Opt("qos", ("qos",), "q"),
@@ -82,25 +82,6 @@ PLUGIN_LINES: Final = (
     "scancel: select/linear: init: Linear node selection plugin loaded with argument 4",
     "scancel: select/cons_res: common_init: select/cons_res loaded",
 )
-# sig_name2num()'s table (src/common/proc_args.c)
-SIGNALS: Final = {
-    "HUP": 1,
-    "INT": 2,
-    "QUIT": 3,
-    "ABRT": 6,
-    "KILL": 9,
-    "ALRM": 14,
-    "TERM": 15,
-    "USR1": 10,
-    "USR2": 12,
-    "URG": 23,
-    "CONT": 18,
-    "STOP": 19,
-    "TSTP": 20,
-    "TTIN": 21,
-    "TTOU": 22,
-    "XCPU": 24,
-}
 USAGE: Final = (
     "Usage: scancel [-A account] [--batch] [--full] [--interactive] [-n job_name]\n"
     "               [-p partition] [-Q] [-q qos] [-R reservation] [-s signal | integer]\n"
@@ -243,12 +224,7 @@ class _Run:
     def options(self, args: list[str], env: Mapping[str, str]) -> None:
         opt = self.opt
         self._environment(env)
-        try:
-            cli = parse(PROG, args, SPEC)
-        except UsageError as error:
-            for line in error.lines:
-                self.result.err(line)
-            raise Exit(1) from None
+        cli = parse(PROG, args, SPEC, defer=True)
         for key, value in cli.options:
             text = value or ""
             if key == "account":
@@ -274,7 +250,7 @@ class _Run:
             elif key == "reservation":
                 opt.reservation = text
             elif key == "signal":
-                number = _sig_name2num(text)
+                number = sig_name2num(text)
                 if not number:
                     self.result.err(f"Unknown job signal: {text}")
                     raise Exit(1)
@@ -299,6 +275,8 @@ class _Run:
                 self.result.stdout += USAGE
                 raise Exit(0)
             # --ctld, --hurry and --sibling change nothing the simulator models.
+        if cli.error is not None:  # getopt_long stopped here: "case '?': ... exit(1)"
+            raise Exit(refuse(self.result, cli.error))
         if cli.operands:
             self._job_ids(cli.operands)
         self._verify()
@@ -373,7 +351,7 @@ class _Run:
         while pending:
             text = pending.pop(0)
             args.append(text)
-            job_id, rest = _strtol(text)
+            job_id, rest = strtol(text)
             if job_id <= 0:
                 self._invalid_id(text)
             if rest.startswith("_["):
@@ -386,13 +364,13 @@ class _Run:
             if rest.startswith("_*"):
                 ref.array_id, rest = INFINITE, rest[2:]
             elif rest[:1] in ("_", "+"):
-                value, after = _strtol(rest[1:])
+                value, after = strtol(rest[1:])
                 if value < 0:
                     self._invalid_id(text)
                 ref.array_id = value if rest[0] == "_" else NO_VAL  # +N: a hetjob component
                 rest = after
             if rest.startswith("."):
-                value, rest = _strtol(rest[1:])
+                value, rest = strtol(rest[1:])
                 if value < 0:
                     self._invalid_id(text)
                 ref.step_id = value
@@ -628,7 +606,7 @@ class _Run:
         controller = self.controller
         if not controller.available():
             return SLURMCTLD_CONNECTION_ERROR
-        job_id, rest = _strtol(text)
+        job_id, rest = strtol(text)
         if job_id <= 0 or rest not in ("", "_*"):
             return ESLURM_INVALID_JOB_ID  # array tasks and hetjob components: none exist
         job = controller.jobs.get(job_id)
@@ -711,17 +689,6 @@ def _ref_text(ref: JobRef) -> str:
     return f"{ref.job_id}_{ref.array_id}"
 
 
-_STRTOL: Final = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
-
-
-def _strtol(text: str) -> tuple[int, str]:
-    """C ``strtol(text, &end, 10)``: the number (0 when there is none) and what follows."""
-    match = _STRTOL.match(text)
-    if match is None:
-        return 0, text
-    return int(match.group(1)), text[match.end() :]
-
-
 def _task_ids(spec: str) -> list[int]:
     """The task ids of an array range list such as ``1-3,7``."""
     tasks: list[int] = []
@@ -730,17 +697,3 @@ def _task_ids(spec: str) -> list[int]:
         if low.isdigit() and (not high or high.isdigit()):
             tasks.extend(range(int(low), int(high or low) + 1))
     return tasks
-
-
-def _sig_name2num(text: str) -> int:
-    """``sig_name2num``: a number, or a name with or without ``SIG`` (any case); 0 if neither."""
-    number, rest = _strtol(text)
-    if rest != text:  # strtol found a number
-        return number & 0xFFFF if not rest.strip() else 0
-    name = text.lstrip()
-    if name[:3].upper() == "SIG":
-        name = name[3:]
-    for known, value in SIGNALS.items():
-        if name[: len(known)].upper() == known and not name[len(known) :].strip():
-            return value
-    return 0

@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from simulators.slurm.commands.common import BASE_STATES, FLAG_STATES, CommandExit, run_to_bytes
-from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse
+from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse, refuse
 from simulators.slurm.controller import INVALID_JOB_ID, UNAVAILABLE, Job, JobState
 from simulators.slurm.sim import Output, command
 from simulators.slurm.timefmt import format_time
@@ -954,13 +954,11 @@ def squeue(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, 
 def _run(
     sim: SlurmSim, args: list[str], env: Mapping[str, str], result: Output, out: bytearray
 ) -> None:
+    cli = parse(PROG, args, SPEC, defer=True)
     try:
-        cli = parse(PROG, args, SPEC)
+        params = _params(sim, cli, env, result)
     except UsageError as error:
-        result.err(error.lines[0])
-        result.err(f'Try "{PROG} --help" for more information')
-        raise CommandExit(1) from None
-    params = _params(sim, cli, env, result)
+        raise CommandExit(refuse(result, error)) from None
     if cli.has("json"):
         _dump_json(sim, env, out)
         return
@@ -1082,6 +1080,7 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
             override_env = True
         elif key == "yaml":
             raise _fail(result, f"{PROG}: error: --yaml is not supported by this simulator")
+    cli.check()  # getopt_long stopped here: "case '?': ... exit(1)"
     if params.long_list and params.format is not None:
         raise _fail(
             result,
