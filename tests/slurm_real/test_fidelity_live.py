@@ -17,11 +17,12 @@ from simulators.slurm import fidelity as fid
 
 pytestmark = pytest.mark.slurm_real
 LOCK = os.environ.get("SLURM_CLUSTER_LOCK", fid.DEFAULT_LOCK)
-QUICK = ("formats", "names", "requeue-pending", "comment-absent")
-"""The scenarios run by default (about a minute of cluster time): CI's budget for the real
-cluster is ten minutes, install and the slurm-local suites included. Every scenario's real
-transcript is replayed on the simulator everywhere (test_fidelity_golden); the whole live
-comparison is ``DISPATCH_FIDELITY_LIVE=all`` or ``python -m simulators.slurm.fidelity compare``."""
+QUICK = ("formats", "names", "requeue-pending", "comment-absent", "bad-input")
+"""The scenarios run by default (about a minute of cluster time; bad-input's 124 steps take
+under a second, its setup a few): CI's budget for the real cluster is ten minutes, install
+and the slurm-local suites included. Every scenario's real transcript is replayed on the
+simulator everywhere (test_fidelity_golden); the whole live comparison is
+``DISPATCH_FIDELITY_LIVE=all`` or ``python -m simulators.slurm.fidelity compare``."""
 SELECTED = os.environ.get("DISPATCH_FIDELITY_LIVE", ",".join(QUICK))
 
 
