@@ -21,6 +21,12 @@ trace, and a seeded schedule that draws them at virtual times.
 - ``slurmctld_down(seconds)``: the controller does not answer for ``seconds``; commands fail
   with their connect-failure messages (sacct still answers: it talks to slurmdbd).
 
+A fault's arguments are checked before anything happens (:func:`check_arguments`, then the
+target job exists, the node is the cluster's): a refused argument raises (``FaultError``, or
+``SlurmError`` for an unknown job id, as before) and leaves no record. A fault that is aimed
+right but cannot hit (the job is not running, requeue is disabled, ...) is recorded with its
+``error``, as the trace documents.
+
 ``schedule(seed, count=..., within=..., kinds=...)`` draws faults at virtual times from
 ``random.Random(seed)``: the same seed gives the same schedule. A drawn fault picks its target
 when it fires, among the jobs it can hit then (by id order, with the drawn ``pick``), and is
@@ -35,11 +41,17 @@ import inspect
 import math
 import random
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
-from simulators.slurm.controller import HoldKind, JobState, SlurmError, Submission
+from simulators.slurm.controller import (
+    INVALID_JOB_ID,
+    HoldKind,
+    JobState,
+    SlurmError,
+    Submission,
+)
 from simulators.slurm.trace import Record, command_argv
 
 if TYPE_CHECKING:
@@ -91,9 +103,93 @@ class PlannedFault:
 FAULTS: dict[str, str] = {}
 """Every named fault: its name and the first line of its description."""
 
+PREEMPT_MODES: Final = ("requeue", "cancel")
+JOB_FAULTS: Final = frozenset({"requeue_underneath", "preempt", "rewrite_comment", "rename_job"})
+"""The faults that act on a job in slurmctld's memory (an unknown id is refused, unrecorded)."""
+
+
+def check_arguments(name: str, args: Mapping[str, Any]) -> None:
+    """Refuse, with a :class:`FaultError` naming the argument, what fault ``name`` can never
+    accept whatever the cluster holds: the wrong type, a number that is not finite or out of
+    range, an unknown command or mode. ``args`` holds the arguments by name (those given)."""
+    if name not in FAULTS:
+        raise FaultError(f"unknown fault {name!r}; known: {', '.join(FAULTS)}")
+
+    def number(key: str, minimum: float, strict: bool = False) -> None:
+        value = args.get(key)
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise FaultError(f"{name}: {key} must be a number, not {value!r}")
+        low = value <= minimum if strict else value < minimum
+        if not math.isfinite(value) or low:
+            bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+            raise FaultError(f"{name}: {key} must be a finite number {bound}, not {value!r}")
+
+    for key in ("job_id", "uid", "run_for"):
+        value = args.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise FaultError(f"{name}: {key} must be an integer, not {value!r}")
+    number("job_id", 1)
+    number("uid", 0)
+    number("run_for", 0)
+    number("wait", 0)
+    if name == "slurmctld_down":
+        if "seconds" not in args:
+            raise FaultError("slurmctld_down needs seconds")
+        number("seconds", 0, strict=True)
+    if name == "preempt" and args.get("mode", "requeue") not in PREEMPT_MODES:
+        raise FaultError(f"preemption mode {args.get('mode')!r} is neither 'requeue' nor 'cancel'")
+    if name in ("timeout_before", "lose_reply"):
+        command = args.get("command")
+        if command is not None and command not in COMMANDS:
+            raise FaultError(
+                f"{name}: command {command!r} is not one of {', '.join(COMMANDS)} (or none)"
+            )
+        words = args.get("args", ())
+        if isinstance(words, str) or not all(isinstance(word, str) for word in words):
+            raise FaultError(f"{name}: args must be a list of words, not {words!r}")
+    if "hold" in args and not isinstance(args["hold"], bool):
+        raise FaultError(f"{name}: hold must be true or false, not {args['hold']!r}")
+    for key in ("name", "user", "comment", "node"):
+        if key in args and not isinstance(args[key], str):
+            raise FaultError(f"{name}: {key} must be a string, not {args[key]!r}")
+
+
+def _check_target(sim: SlurmSim, name: str, args: Mapping[str, Any]) -> None:
+    """Refuse a target this cluster does not have (an unknown job id, node or id range)."""
+    controller, config = sim.controller, sim.config
+    job_id: Any = args.get("job_id")
+    if name in JOB_FAULTS and job_id not in controller.jobs:
+        raise SlurmError(INVALID_JOB_ID)
+    if name == "node_failure" and args["node"] not in config.nodes:
+        raise FaultError(f"the cluster has no node {args['node']!r}")
+    if name == "reuse_id" and not config.first_job_id <= job_id < config.max_job_id:
+        raise FaultError(
+            f"job id {job_id} is outside FirstJobId..MaxJobId-1 "
+            f"({config.first_job_id}..{config.max_job_id - 1})"
+        )
+    if name == "purge_now" and job_id is not None and not _ever_issued(sim, job_id):
+        # An id already purged is fine (nothing to do: the harness purges idempotently); an id
+        # this cluster never gave out is a mistake.
+        raise FaultError(f"purge_now: the cluster never had a job {job_id}")
+
+
+def _ever_issued(sim: SlurmSim, job_id: int) -> bool:
+    controller = sim.controller
+    if job_id in controller.jobs or job_id in controller.acct_by_id:
+        return True
+    if sim.config.accounting:
+        return False
+    # Without accounting, only slurmctld's log remembers a purged job (a scan, on this path
+    # alone: a fault aimed at a job that is not in memory, on a cluster without accounting).
+    suffix = f" submit {job_id}"
+    return any(line.endswith(suffix) for line in controller.log)
+
 
 def _fault(method: Callable[Concatenate[Faults, P], R]) -> Callable[Concatenate[Faults, P], R]:
-    """Make a method a named fault: it sees the cluster up to now, and is recorded."""
+    """Make a method a named fault: it sees the cluster up to now, its arguments and target are
+    checked (a refusal leaves no record), and what it did is recorded."""
     name = method.__name__
     signature = inspect.signature(method)
     FAULTS[name] = (method.__doc__ or "").strip().split("\n")[0]
@@ -102,12 +198,14 @@ def _fault(method: Callable[Concatenate[Faults, P], R]) -> Callable[Concatenate[
         bound = signature.bind(self, *args, **kwargs)
         bound.apply_defaults()
         params = {key: value for key, value in bound.arguments.items() if key != "self"}
+        check_arguments(name, params)
         sim = self.sim
         if self.firing:
             now: float = sim.controller.now
         else:
             sim.controller.sync()
             now = sim.clock.now()
+        _check_target(sim, name, params)
         try:
             result = method(self, *args, **kwargs)
         except (SlurmError, FaultError) as error:
@@ -142,8 +240,6 @@ class Faults:
     @_fault
     def preempt(self, job_id: int, mode: str = "requeue") -> str:
         """The running job is preempted: requeued when it may be, else ended; PREEMPTED row."""
-        if mode not in ("requeue", "cancel"):
-            raise FaultError(f"preemption mode {mode!r} is neither 'requeue' nor 'cancel'")
         controller = self.sim.controller
         job = controller.get(job_id)
         if job.state is not JobState.RUNNING:
@@ -157,8 +253,6 @@ class Faults:
     @_fault
     def node_failure(self, node: str) -> list[int]:
         """The node fails: its jobs are requeued when requeueable, else end NODE_FAIL."""
-        if node not in self.sim.config.nodes:
-            raise FaultError(f"the cluster has no node {node!r}")
         return self.sim.controller.node_failure(node)
 
     @_fault
@@ -231,8 +325,6 @@ class Faults:
     @_fault
     def slurmctld_down(self, seconds: float) -> int:
         """slurmctld does not answer for ``seconds``; returns when it is back."""
-        if seconds <= 0:
-            raise FaultError("slurmctld_down needs a positive number of seconds")
         controller = self.sim.controller
         until = controller.now + math.ceil(seconds)
         controller.down_until = max(controller.down_until, until)
@@ -281,13 +373,21 @@ class Faults:
     ) -> list[PlannedFault]:
         """Draw ``count`` faults of ``kinds`` (default: all) at virtual times in the ``within``
         seconds from ``start`` (default: now) and arm them; the same seed gives the same plan."""
-        sim = self.sim
-        sim.controller.sync()
-        now = sim.clock.now()
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise FaultError(f"schedule: count must be an integer >= 0, not {count!r}")
+        for key, value in (("within", within), ("start", start)):
+            bad = isinstance(value, bool) or not isinstance(value, int | float)
+            if value is not None and (bad or not math.isfinite(value) or value < 0):
+                raise FaultError(f"schedule: {key} must be a finite number >= 0, not {value!r}")
+        if isinstance(kinds, str):
+            raise FaultError(f"schedule: kinds must be a list of fault names, not {kinds!r}")
         chosen = list(kinds) if kinds is not None else list(FAULTS)
         unknown = [kind for kind in chosen if kind not in FAULTS]
         if unknown or not chosen:
             raise FaultError(f"unknown fault kinds: {unknown or 'none given'}")
+        sim = self.sim
+        sim.controller.sync()
+        now = sim.clock.now()
         rng = random.Random(seed)
         begin = sim.controller.now if start is None else math.ceil(start)
         plan = []

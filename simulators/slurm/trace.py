@@ -17,7 +17,12 @@ Each line is one JSON object with sorted keys (so the same session gives the sam
 - ``{"kind": "fault", "t": ..., "name": ..., "args": {...}, "scheduled": false, ...}``: a fault
   (:mod:`simulators.slurm.faults`), with its ``result``, ``error`` or ``skipped`` reason;
 - ``{"kind": "schedule", "t": ..., "seed": ..., "args": {...}, "plan": [...]}``: a seeded fault
-  schedule was installed; the faults it fires later appear with ``"scheduled": true``.
+  schedule was installed; the faults it fires later appear with ``"scheduled": true``;
+- ``{"kind": "execution", "t": ..., "on": "start"|"signal", "job_id": ..., "seq": ...,
+  "restart_count": ..., "seconds": ..., "exit_code": ...}``: a real batch script ran (an execute
+  mode that records, as the PATH shims' ``--execute``) and its job was set to end ``seconds``
+  after its start with ``exit_code``. It is an outcome no seed can give: a replay applies it at
+  the same event of the same job instead of running the script again.
 
 :func:`replay` re-runs the causes (calls, drives, direct faults, schedules) on a fresh simulator,
 advancing its clock to each recorded time, and reports every difference between the two traces.
@@ -28,9 +33,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import tempfile
+from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Final
 from simulators.slurm.config import SlurmConfig
 
 if TYPE_CHECKING:
+    from simulators.slurm.controller import Job
     from simulators.slurm.sim import SlurmSim
 
 TRACE_VERSION: Final = 1
@@ -162,6 +170,22 @@ class Trace:
     def schedule(self, now: float, seed: int, args: Mapping[str, Any], plan: list[Record]) -> None:
         self._append({"kind": "schedule", "t": now, "seed": seed, "args": dict(args), "plan": plan})
 
+    def execution(self, now: float, on: str, job: Job, seconds: int, exit_code: int) -> None:
+        """A real batch script ran at ``job``'s event ``on`` (``start`` or ``signal``): the job
+        ends ``seconds`` after its start with ``exit_code``."""
+        self._append(
+            {
+                "kind": "execution",
+                "t": now,
+                "on": on,
+                "job_id": job.job_id,
+                "seq": job.seq,
+                "restart_count": job.restart_count,
+                "seconds": seconds,
+                "exit_code": exit_code,
+            }
+        )
+
     def _append(self, record: Record) -> None:
         if self.enabled:
             # Through JSON and back: what is kept is exactly what a file would hold.
@@ -184,16 +208,118 @@ class Trace:
 
 
 def load(source: str | os.PathLike[str] | Iterable[str]) -> list[Record]:
-    """The records of a trace: a path to a ``.jsonl`` file, or its lines."""
+    """The records of a trace: a path to a ``.jsonl`` file, or its lines. A line that is not a
+    JSON object raises ``ValueError`` naming its number."""
     if isinstance(source, str | os.PathLike):
         text = Path(source).read_text(encoding="ascii")
         lines: Iterable[str] = text.splitlines()
     else:
         lines = source
-    records = [json.loads(line) for line in lines if line.strip()]
+    records = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise ValueError(f"line {number}: not JSON ({error})") from None
+        if not isinstance(record, dict) or not isinstance(record.get("kind"), str):
+            raise ValueError(f"line {number}: not a trace record (an object with a kind)")
+        records.append(record)
     if not records or records[0].get("kind") != "header":
         raise ValueError("a trace starts with its header line")
     return records
+
+
+KINDS: Final = frozenset({"header", "call", "drive", "fault", "schedule", "execution"})
+DRIVES: Final = frozenset({"advance", "finish", "fail", "run_for"})
+
+
+def check_record(record: Any, first: bool = False) -> None:
+    """Refuse (``ValueError``, naming the field) a record a replay could not take: the wrong
+    shape, a time or a number of seconds that is not finite, an unknown kind, op or fault.
+    ``first``: the record is a trace's first line, its header. It does not replay anything."""
+    from simulators.slurm.faults import FAULTS, FaultError, check_arguments
+
+    if not isinstance(record, dict):
+        raise ValueError("not a JSON object")
+    kind = record.get("kind")
+    if first != (kind == "header"):
+        raise ValueError("a trace starts with its header line, and has only one")
+    if kind not in KINDS:
+        raise ValueError(f"unknown record kind {kind!r}")
+
+    def number(value: Any, what: str, minimum: float = 0) -> None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(f"{kind} {what} is not a number: {value!r}")
+        if not math.isfinite(value) or value < minimum:
+            raise ValueError(f"{kind} {what} must be a finite number >= {minimum:g}: {value!r}")
+
+    def integer(value: Any, what: str) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{kind} {what} is not an integer: {value!r}")
+
+    def mapping(value: Any, what: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise ValueError(f"{kind} {what} is not an object: {value!r}")
+        return value
+
+    if kind == "header":
+        number(record.get("start"), "start")
+        integer(record.get("seed"), "seed")
+        try:
+            config_from(record)
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"header config: {error}") from None
+        return
+    number(record.get("t"), "t")
+    if kind == "call":
+        argv = record.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(w, str) for w in argv):
+            raise ValueError(f"call argv is not a list of words: {argv!r}")
+        if not isinstance(record.get("stdin"), str | None):
+            raise ValueError("call stdin is not text")
+        env = mapping(record.get("env"), "env")
+        if not all(isinstance(value, str) for value in env.values()):
+            raise ValueError("call env holds a value that is not text")
+        if record.get("limit") is not None:
+            number(record["limit"], "limit")
+        if "script" in record:
+            integer(record.get("script_arg"), "script_arg")
+            if not 0 <= record["script_arg"] < len(argv) or not isinstance(record["script"], str):
+                raise ValueError("call script does not match its argv")
+    elif kind == "drive":
+        op, args = record.get("op"), mapping(record.get("args"), "args")
+        if op not in DRIVES:
+            raise ValueError(f"unknown drive op {op!r}")
+        if op == "advance":
+            number(args.get("seconds"), "advance seconds")
+        else:
+            integer(args.get("job_id"), f"{op} job_id")
+            integer(args.get("exit_code"), f"{op} exit_code")
+        if op == "run_for":
+            integer(args.get("seconds"), "run_for seconds")
+            number(args["seconds"], "run_for seconds")
+    elif kind == "fault":
+        name, args = record.get("name"), mapping(record.get("args"), "args")
+        if name not in FAULTS:
+            raise ValueError(f"unknown fault {name!r}")
+        if not isinstance(record.get("scheduled"), bool):
+            raise ValueError("fault scheduled is not true or false")
+        try:
+            check_arguments(name, args)
+        except FaultError as error:
+            raise ValueError(f"fault {error.text}") from None
+    elif kind == "schedule":
+        integer(record.get("seed"), "seed")
+        mapping(record.get("args"), "args")
+        if not isinstance(record.get("plan"), list):
+            raise ValueError("schedule plan is not a list")
+    else:  # execution
+        if record.get("on") not in ("start", "signal"):
+            raise ValueError(f"execution on {record.get('on')!r}")
+        for key in ("job_id", "seq", "restart_count", "seconds", "exit_code"):
+            integer(record.get(key), key)
 
 
 def config_from(header: Mapping[str, Any]) -> SlurmConfig:
@@ -306,6 +432,7 @@ def rebuild(
         seed=header["seed"] if seed is None else seed,
         clock=VirtualClock(header["start"]),
     )
+    pending = _replay_executions(sim, [r for r in records if r["kind"] == "execution"])
     last = float(header["start"])
     for record in records[1:]:
         last = max(last, float(record["t"]))
@@ -316,7 +443,32 @@ def rebuild(
             apply(sim, record)
     _advance_to(sim, last)
     sim.controller.sync()
+    pending.clear()  # what the replay did not reach never applies to what comes after it
     return sim
+
+
+def _replay_executions(
+    sim: SlurmSim, records: list[Record]
+) -> dict[tuple[Any, ...], deque[Record]]:
+    """Apply recorded script outcomes (``execution`` records) at the event and job they name,
+    as the execute mode that recorded them did, and record them again."""
+    pending: dict[tuple[Any, ...], deque[Record]] = {}
+    for record in records:
+        key = (record["on"], record["job_id"], record["seq"], record["restart_count"])
+        pending.setdefault(key, deque()).append(record)
+    if not pending:
+        return pending
+
+    def observe(event: str, job: Job) -> None:
+        queue = pending.get((event, job.job_id, job.seq, job.restart_count))
+        if queue:
+            outcome = queue.popleft()
+            seconds, code = outcome["seconds"], outcome["exit_code"]
+            sim.controller.set_run_time(job, seconds, code)
+            sim.trace.execution(sim.controller.now, event, job, seconds, code)
+
+    sim.controller.observe(observe)
+    return pending
 
 
 def _only_reads(record: Record) -> bool:
@@ -390,7 +542,12 @@ def _replay_call(sim: SlurmSim, record: Record) -> None:
 def advance(sim: SlurmSim, seconds: float) -> None:
     """Let ``seconds`` pass on ``sim`` and keep it in the trace (``SlurmSim.advance`` alone is
     not recorded: a replay gets there by the times of the next records; a cluster whose state
-    lives in its trace, as behind the PATH shims, needs the step itself)."""
+    lives in its trace, as behind the PATH shims, needs the step itself). ``seconds`` must be a
+    finite number >= 0 (``ValueError`` otherwise, and nothing is recorded)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        raise ValueError(f"advance wants a number of seconds, not {seconds!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"advance wants a finite number of seconds >= 0, not {seconds!r}")
     sim.trace.drive(sim.clock.now(), "advance", seconds=seconds)
     sim.advance(seconds)
 

@@ -8,10 +8,12 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from simulators.slurm.shim_client import stop
 from simulators.slurm.shims import SLURM_COMMANDS, STATE_FILE
 from simulators.slurm.trace import load, replay
 
@@ -31,15 +33,16 @@ def ctl(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def shims(tmp_path: Path) -> tuple[Path, Path]:
+def shims(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
     state, bin_dir = tmp_path / "state", tmp_path / "bin"
     done = ctl(
         "install", "--state-dir", str(state), "--bin-dir", str(bin_dir), "--max-job-id", "20",
-        "--min-job-age", "30",
+        "--min-job-age", "30", "--nodes", "vm",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"{bin_dir}\n"
-    return state, bin_dir
+    assert done.stdout == f'export PATH={bin_dir}:"$PATH"\n'
+    yield state, bin_dir
+    stop(str(state))  # the cluster's server, if a call started one
 
 
 def shell(bin_dir: Path, script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
