@@ -56,6 +56,7 @@ import inspect
 import json
 import math
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -124,6 +125,7 @@ DEFAULT_NODES: Final = ("n1", "n2")
 DEFAULT_IDLE_EXIT: Final = 600.0
 DEFAULT_EXECUTE_TIMEOUT: Final = 60.0
 REQUEST_TIMEOUT: Final = 30.0
+PID_FILE: Final = "server.pid"
 FAIL_STATES: Final = (
     "FAILED",
     "OUT_OF_MEMORY",
@@ -201,7 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with every error on one line (and exit 2)."""
+    """argparse, with every error on one line (and exit 2), and ``-inf``, ``-nan``, ``-1e3``
+    taken for numbers (refused by their type) rather than for unknown options."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(
+            r"^-(\d+\.?\d*(e[-+]?\d+)?|\.\d+(e[-+]?\d+)?|inf|infinity|nan)$", re.IGNORECASE
+        )
 
     def error(self, message: str) -> Any:  # argparse's NoReturn
         where = self.prog.removeprefix(PROG).strip() or "usage"
@@ -666,7 +675,7 @@ def _same_cluster(
             asked[key] = getattr(options, key)
     differ = [key for key, value in asked.items() if have.get(key) != value]
     if differ:
-        shown = ", ".join(f"{key}={have.get(key)!r}" for key in differ)
+        shown = ", ".join(f"{key}={have.get(key)!r} (asked {asked[key]!r})" for key in differ)
         raise UsageError(
             f"install: {state.parent} already holds a cluster with {shown}; "
             "add --reset to replace it"
@@ -811,23 +820,29 @@ class Server:
         records = []
         for number, line in enumerate(data.split(b"\n")[:-1], 1):
             try:
-                record = json.loads(line.decode("ascii"))
+                text = line.decode("ascii")
+            except UnicodeDecodeError:
+                raise StateError(_damaged(path, number, "not ASCII text")) from None
+            try:
+                record = json.loads(text)
+            except ValueError as error:
+                raise StateError(_damaged(path, number, f"not JSON ({error})")) from None
+            try:
                 check_record(record, first=number == 1)
             except (ValueError, TypeError, KeyError) as error:
-                raise StateError(f"damaged trace {path}: line {number}: {error}") from None
+                raise StateError(_damaged(path, number, str(error))) from None
             records.append(record)
         if not records:
-            raise StateError(f"damaged trace {path}: empty (no header line)")
+            raise StateError(_damaged(path, None, "empty (no header line)"))
         header = records[0]
         if header.get("version") != TRACE_VERSION:
-            raise StateError(f"damaged trace {path}: line 1: version {header.get('version')!r}")
+            raise StateError(_damaged(path, 1, f"trace version {header.get('version')!r}"))
         self.settings.update(header.get("shims") or {})
         try:
             sim = rebuild(records, skip_reads=True)
         except Exception as error:
-            raise StateError(
-                f"damaged trace {path}: it does not replay ({type(error).__name__}: {error})"
-            ) from None
+            why = f"it does not replay ({type(error).__name__}: {error})"
+            raise StateError(_damaged(path, None, why)) from None
         del sim.trace.records[1:]  # the history is in the file; memory keeps the header
         if self.settings.get("execute"):
             self.executor = ShimExecute(sim, float(self.settings["execute_timeout"]))
@@ -887,7 +902,7 @@ class Server:
             if op == "advance":
                 seconds = message["seconds"]
                 if sim.clock.now() + seconds > MAX_TIME:
-                    raise UsageError(f"advance: {seconds:g} s would take the clock past 9999")
+                    raise UsageError(f"advance: {seconds:g} s would take the clock past 9999-12-31")
                 advance(sim, seconds)
             elif op == "finish":
                 sim.finish(message["job"], message["code"])
@@ -949,6 +964,14 @@ class Server:
         if self.executor is not None:
             self.executor.close()
         os.close(self.fd)
+
+
+def _damaged(path: Path, line: int | None, why: str) -> str:
+    where = f"line {line}: " if line is not None else ""
+    return (
+        f"damaged trace {path}: {where}{why} (mend or remove the line, or start again with "
+        f"'{PROG} install --reset')"
+    )
 
 
 def _answer(stderr: str, status: int = EXIT_STATE) -> dict[str, Any]:
@@ -1050,6 +1073,7 @@ def serve(state_dir: Path) -> int:
     ours = os.stat(SOCKET_FILE).st_ino
     idle = float(server.settings.get("idle_exit", DEFAULT_IDLE_EXIT))
     listener.settimeout(min(max(idle, 0.1), 30.0))
+    _atomic_write(state_dir / PID_FILE, f"{os.getpid()}\n")
     print("ready", flush=True)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
@@ -1076,6 +1100,8 @@ def serve(state_dir: Path) -> int:
         with contextlib.suppress(OSError):
             if os.stat(SOCKET_FILE).st_ino == ours:
                 os.unlink(SOCKET_FILE)
+        with contextlib.suppress(OSError):
+            os.unlink(PID_FILE)
         listener.close()
         server.close()
     return 0
