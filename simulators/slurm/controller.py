@@ -309,8 +309,8 @@ class Controller:
 
     # -- submission --------------------------------------------------------------------------------
 
-    def submit(self, sub: Submission) -> Job:
-        """Create a job from a submission, or raise the error slurmctld returns."""
+    def _admit(self, sub: Submission) -> tuple[str, int]:
+        """slurmctld's checks of a submission: its partition and CPUs, or the error."""
         config = self.config
         if len(sub.comment.encode()) > 1024 or (sub.name and len(sub.name.encode()) > 1024):
             raise SlurmError(TOO_LONG)
@@ -325,6 +325,24 @@ class Controller:
             raise SlurmError("Requested node configuration is not available")
         if len(self.jobs) + 1 >= config.effective_max_job_count:
             raise SlurmError(EAGAIN)
+        return partition, cpus
+
+    def will_run(self, sub: Submission) -> tuple[int, int, int, tuple[str, ...], str]:
+        """``sbatch --test-only``: the checks of :meth:`submit`, then the id, the time the
+        job could start, its CPUs, nodes and partition. job_allocate makes the job record,
+        so the id is used up, gives it a priority unless it is held, and drops it
+        (``src/slurmctld/job_mgr.c``, job_allocate with will_run): no job is left."""
+        partition, cpus = self._admit(sub)
+        job_id = self._allocate_id()
+        if not sub.hold:
+            self._take_priority()
+        begin = sub.begin if sub.begin and sub.begin > self._now else self._now
+        return job_id, begin, cpus, tuple(self.config.nodes[: sub.nodes]), partition
+
+    def submit(self, sub: Submission) -> Job:
+        """Create a job from a submission, or raise the error slurmctld returns."""
+        config = self.config
+        partition, cpus = self._admit(sub)
         job_id = self._allocate_id()
         seq = next(self._seq)
         now = self._now

@@ -196,6 +196,10 @@ def step_from_json(data: Mapping[str, Any]) -> Step:
     raise FidelityError(f"unknown step kind {kind!r}")
 
 
+_TEST_ONLY: Final = re.compile(r"^sbatch: Job (\d+) to start at ", re.MULTILINE)
+"""The line ``sbatch --test-only`` answers with (``src/api/allocate.c``, slurm_job_will_run)."""
+
+
 def script(seconds: int | None) -> str:
     """The batch script of a scenario's job: ``sleep N`` (or :data:`LONG_RUN`)."""
     return f"#!/bin/sh\nsleep {LONG_RUN if seconds is None else seconds}\n"
@@ -609,18 +613,27 @@ class RealSlurm:
             raise FidelityError(f"sbatch of {name} failed: {done.stderr.strip()}")
         return int(done.stdout.strip().split(";", 1)[0])
 
-    def _held(self, name: str) -> int:
-        job_id = self._submit(name, "--hold")
-        self.command(["scancel", str(job_id)], None)
-        return job_id
+    def take_id(self) -> int:
+        """The id slurmctld hands out next, taken: ``sbatch --test-only --hold`` makes a job
+        record (so the id is used up), answers its id and drops the record. No job is left
+        to cancel or purge, and a held job takes no priority from priority/basic."""
+        argv = ["sbatch", "--test-only", "--hold", f"--job-name={NAME_PREFIX}counter"]
+        done = self.command([*argv, "--output=/dev/null"], script(1))
+        taken = _TEST_ONLY.search(done.stderr)
+        if done.returncode != 0 or taken is None:
+            why = done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}"
+            raise FidelityError(f"sbatch --test-only failed: {why}")
+        return int(taken.group(1))
 
     def prepare(self, start_id: int | None) -> int:
-        """An empty cluster whose next job id is known (and is ``start_id`` when given):
-        a probe job (pending on a begin time an hour away) shows the id counter, the
-        priority priority/basic hands out next (:attr:`next_priority`) and the name
-        slurmctld gives this client (:attr:`alloc_node`); held filler jobs (a held job takes
-        no priority) drive the id counter; all of them are cancelled and purged before the
-        scenario starts."""
+        """An empty cluster whose next job id is known (and is ``start_id`` when given).
+        A probe job (pending on a begin time an hour away) shows the priority priority/basic
+        hands out next (:attr:`next_priority`), the name slurmctld gives this client
+        (:attr:`alloc_node`) and a pending job's memory; it is cancelled and purged. The id
+        counter is read last, right before the scenario's first step, by :meth:`take_id`,
+        which also drives it to ``start_id``: nothing waits between the reading and the
+        scenario, so an id that another client takes meanwhile (a submission slurmctld
+        refuses after it made the job record takes one too) cannot shift the scenario's."""
         info = self.info()
         self.settle()
         probe = self._submit(f"{NAME_PREFIX}probe", "--begin=now+1hour")
@@ -632,24 +645,18 @@ class RealSlurm:
         self.alloc_node = node.group(1) if node else None
         mem = re.search(r"\bTRES=[^ ]*\bmem=([^, ]+)", shown)
         self.pending_mem = mem.group(1) if mem else None
-        next_id = info.next_id(probe)
+        self.foreign = self.settle()
+        taken = self.take_id()
         if start_id is not None:
             if not info.first_job_id <= start_id < info.max_job_id:
                 raise FidelityError(f"start id {start_id} is outside FirstJobId..MaxJobId-1")
-            room = max(1, min(info.max_job_count, info.id_count + 1) - 3)
-            in_memory = 1
-            for _ in range(2 * info.id_count + 2):
-                if next_id == start_id:
+            for _ in range(info.id_count + 1):
+                if info.next_id(taken) == start_id:
                     break
-                if in_memory >= room:
-                    self.settle()
-                    in_memory = 0
-                next_id = info.next_id(self._held(f"{NAME_PREFIX}fill"))
-                in_memory += 1
+                taken = self.take_id()
             else:
                 raise FidelityError(f"could not drive the job id counter to {start_id}")
-        self.foreign = self.settle()
-        return next_id
+        return info.next_id(taken)
 
 
 class SimSlurm:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from simulators.slurm.commands.common import SIGNALS, sig_name2num, strtol
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse, refuse
+from simulators.slurm.commands.squeue import ranged
 from simulators.slurm.controller import (
     BAD_PARTITION,
     EAGAIN,
@@ -24,7 +25,7 @@ from simulators.slurm.controller import (
     Submission,
 )
 from simulators.slurm.sim import Output, command
-from simulators.slurm.timefmt import TimeSpecError, parse_time
+from simulators.slurm.timefmt import TimeSpecError, format_time, parse_time
 
 if TYPE_CHECKING:
     from simulators.slurm.sim import SlurmSim
@@ -134,7 +135,7 @@ SPEC: Final = [
     _real("spread-job", arg="none"),
     _real("switches"),
     Opt("ntasks-per-node", ("tasks-per-node",)),
-    _real("test-only", arg="none"),
+    Opt("test-only", ("test-only",), None, "none"),
     _real("thread-spec"),
     _real("threads-per-core"),
     Opt("time", ("time",), "t"),
@@ -209,6 +210,8 @@ def sbatch(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, 
         try:
             if not controller.available():
                 raise SlurmError(UNAVAILABLE)
+            if cli.has("test-only"):
+                return _test_only(sim, submission, env)
             job = controller.submit(submission)
             break
         except SlurmError as error:
@@ -229,6 +232,20 @@ def sbatch(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, 
         result.out(str(job.job_id))
     else:
         result.out(f"Submitted batch job {job.job_id}")
+    return result
+
+
+def _test_only(sim: SlurmSim, submission: Submission, env: Mapping[str, str]) -> Output:
+    """``--test-only``: slurmctld's will-run answer, logged by the client as ``info``
+    (``src/api/allocate.c``, slurm_job_will_run); the id is used up and no job is left. The
+    start time is the earliest the job could start (real Slurm prints a far-future one for
+    some jobs, docs/fidelity.md)."""
+    job_id, start, cpus, nodes, partition = sim.controller.will_run(submission)
+    result = Output()
+    result.err(
+        f"{PROG}: Job {job_id} to start at {format_time(start, env)} using {cpus} processors "
+        f"on nodes {ranged(list(nodes))} in partition {partition}"
+    )
     return result
 
 
