@@ -9,7 +9,8 @@ running starts it, under ``DIR/start.lock`` so that concurrent calls start one.
 
 Messages are marshal-encoded dictionaries, each preceded by its length (8 bytes, big-endian): the
 client and the server are the same interpreter. A request is ``{"kind": "slurm", "program": ...,
-"args": [...], "env": {...}, "cwd": ...}`` or ``{"kind": "manage", "op": ..., ...}``; the answer
+"args": [...], "env": {...}, "cwd": ...}``, ``{"kind": "manage", "op": ..., ...}`` (an action, its
+arguments checked) or ``{"kind": "cli", "argv": [...]}`` (an action's command line); the answer
 ``{"stdout": ..., "stderr": ..., "status": ...}``, or ``{"need": "stdin"}`` (sbatch reads its
 script from stdin: the client reads it, with no connection open, and asks again with
 ``"stdin"`` in its request), or
@@ -87,12 +88,53 @@ def refusal(program: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``--state-dir DIR PROGRAM ARGS...``: what every shim runs."""
+    """``--state-dir DIR PROGRAM ARGS...``: what every shim runs; ``ACTION --state-dir DIR ...``:
+    what ``BIN/dispatch-slurm-shims`` runs (the server parses and answers the action)."""
     args = sys.argv[1:] if argv is None else argv
-    if len(args) < 3 or args[0] != "--state-dir":
-        sys.stderr.write(f"{PROG}: a shim runs '--state-dir DIR PROGRAM [ARGS...]'\n")
-        return EXIT_USAGE
-    return shim(args[1], args[2], args[3:])
+    if args and args[0] == "--state-dir":
+        if len(args) < 3:
+            sys.stderr.write(f"{PROG}: a shim runs '--state-dir DIR PROGRAM [ARGS...]'\n")
+            return EXIT_USAGE
+        return shim(args[1], args[2], args[3:])
+    return manage(args)
+
+
+def manage(args: list[str]) -> int:
+    """An action of ``dispatch-slurm-shims`` on a running cluster, answered by its server;
+    ``install``, ``--help`` and what names no ``--state-dir`` run the whole command instead."""
+    state_dir = _state_dir(args)
+    helps = ("-h", "--help")
+    if not args or args[0] == "install" or state_dir is None or any(a in helps for a in args):
+        return _whole_command(args)
+    try:
+        if args[0] == "stop":
+            stop(state_dir)
+            return 0
+        reply = request(state_dir, {"kind": "cli", "argv": args})
+    except ShimError as error:
+        sys.stderr.write(f"{PROG}: {error.text}\n")
+        return error.status
+    return show(reply)
+
+
+def _state_dir(args: list[str]) -> str | None:
+    for index, arg in enumerate(args):
+        if arg == "--":
+            return None
+        if arg == "--state-dir" and index + 1 < len(args):
+            return os.path.abspath(args[index + 1])
+        if arg.startswith("--state-dir="):
+            return os.path.abspath(arg.partition("=")[2])
+    return None
+
+
+def _whole_command(args: list[str]) -> int:
+    """``python -m simulators.slurm.shims ARGS``: its exit status."""
+    import subprocess
+
+    path = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + path if path else ""))
+    return subprocess.call([sys.executable, "-P", "-m", "simulators.slurm.shims", *args], env=env)
 
 
 def shim(state_dir: str, program: str, args: list[str]) -> int:
@@ -201,7 +243,7 @@ def connect(state_dir: str) -> _socket.socket | None:
 
 def _unusable(state_dir: str, error: OSError) -> str:
     if isinstance(error, FileNotFoundError):
-        return f"no simulated cluster in {state_dir} (run '{PROG} install --state-dir ...')"
+        return f"no simulated cluster in {state_dir}: no such directory"
     if isinstance(error, NotADirectoryError):
         return f"state dir {state_dir} is not a directory"
     return f"cannot use state dir {state_dir}: {error.strerror or error}"

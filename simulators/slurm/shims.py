@@ -140,6 +140,11 @@ SHIM: Final = """#!/bin/sh
 exec {python} -I -S -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); import shim_client; \
 del sys.path[0]; sys.exit(shim_client.main())' {here} --state-dir {state} {command} "$@"
 """
+CTL_SHIM: Final = """#!/bin/sh
+# dispatch-slurm-shims for the simulated Slurm cluster in {state}: actions go to its server
+exec {python} -I -S -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); import shim_client; \
+del sys.path[0]; sys.exit(shim_client.main())' {here} "$@"
+"""
 REFUSING_SHIM: Final = """#!/bin/sh
 # {command}: not simulated by the cluster in {state} (dispatch-slurm-shims)
 echo {line} >&2
@@ -743,6 +748,10 @@ def _write_shims(state_dir: Path, bin_dir: Path) -> None:
             python=shlex.quote(sys.executable),
         )
         _atomic_write(bin_dir / command, text, 0o755)
+    text = CTL_SHIM.format(
+        state=state, here=shlex.quote(str(here)), python=shlex.quote(sys.executable)
+    )
+    _atomic_write(bin_dir / PROG, text, 0o755)
     for command in REFUSED:
         text = REFUSING_SHIM.format(
             command=command,
@@ -869,6 +878,8 @@ class Server:
             return self._slurm(message)
         if kind == "manage":
             return self._manage(message)
+        if kind == "cli":
+            return self._cli(list(message["argv"]))
         return _answer(f"{PROG}: unknown request {kind!r}\n", EXIT_USAGE)
 
     def _slurm(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -893,6 +904,19 @@ class Server:
                 reply["status"] = TIMEOUT_STATUS
         self._commit(mark)
         return reply
+
+    def _cli(self, argv: list[str]) -> dict[str, Any]:
+        """An action's command line, parsed and checked here as ``dispatch-slurm-shims`` does
+        (``BIN/dispatch-slurm-shims`` sends it, so that it need not import the simulator)."""
+        try:
+            options = _parser().parse_args(argv)
+            if options.action in ("install", "stop"):
+                raise UsageError(f"{options.action} is not sent to a cluster's server")
+            return self._manage(_message(options))
+        except UsageError as error:
+            return _answer(f"{PROG}: {error.text}\n", EXIT_USAGE)
+        except SystemExit:  # an abbreviated --help: argparse would print it here
+            return _answer(f"{PROG}: see '{PROG} --help'\n", EXIT_USAGE)
 
     def _manage(self, message: dict[str, Any]) -> dict[str, Any]:
         sim, op = self.sim, message.get("op")
