@@ -109,6 +109,7 @@ TOO_LONG: Final = "Pathname of a file, directory or other parameter too long"
 EAGAIN: Final = "Resource temporarily unavailable"
 BAD_PARTITION: Final = "Invalid partition name specified"
 BAD_NODE_COUNT: Final = "Node count specification invalid"
+BAD_FEATURES: Final = "Invalid feature specification"
 UNAVAILABLE: Final = "Unable to contact slurm controller (connect failure)"
 
 
@@ -144,6 +145,7 @@ class Submission:
     requeue: bool | None = None
     hold: bool = False
     signal: Signal | None = None
+    constraint: str | None = None
     export: str = "ALL"
     environment: dict[str, str] = field(default_factory=dict)
 
@@ -333,7 +335,7 @@ class Controller:
         so the id is used up, gives it a priority unless it is held, and drops it
         (``src/slurmctld/job_mgr.c``, job_allocate with will_run): no job is left."""
         partition, cpus = self._admit(sub)
-        job_id = self._allocate_id()
+        job_id = self._record_id(sub)
         if not sub.hold:
             self._take_priority()
         begin = sub.begin if sub.begin and sub.begin > self._now else self._now
@@ -343,7 +345,7 @@ class Controller:
         """Create a job from a submission, or raise the error slurmctld returns."""
         config = self.config
         partition, cpus = self._admit(sub)
-        job_id = self._allocate_id()
+        job_id = self._record_id(sub)
         seq = next(self._seq)
         now = self._now
         begin = 0 if sub.hold else (sub.begin if sub.begin and sub.begin > now else now)
@@ -373,6 +375,15 @@ class Controller:
         self._consider(job, now + config.sched_latency)
         self._notify("submit", job)
         return job
+
+    def _record_id(self, sub: Submission) -> int:
+        """The id of the job record ``_job_create`` makes; what it refuses after that (the id
+        stays used up, no job is left, accounting has no row) is refused here: a feature
+        constraint (``build_feature_list``), since the simulator's nodes have no features."""
+        job_id = self._allocate_id()
+        if sub.constraint:
+            raise SlurmError(BAD_FEATURES)
+        return job_id
 
     def _allocate_id(self) -> int:
         config = self.config

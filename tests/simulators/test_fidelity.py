@@ -217,9 +217,9 @@ class Interloper(SimAsReal):
     def pause(self, seconds: float) -> None:
         probe = [j for j in self.sim.controller.jobs.values() if j.name == "fid-probe"]
         if self.taken is None and probe:
-            argv = ["sbatch", "--test-only", "--hold", "--wrap=true", "--output=/dev/null"]
-            done = self.sim.run(argv)
-            self.taken = int(done.stderr.split()[2])
+            refused = self.sim.run(["sbatch", "--constraint=nosuch", "--wrap=true"])
+            assert refused.stderr.endswith("Invalid feature specification\n")
+            self.taken = probe[0].job_id + 1  # the refused one's, gone with it
         super().pause(seconds)
 
 
@@ -230,12 +230,13 @@ def test_an_id_taken_by_another_client_while_the_probe_is_purged_shifts_nothing(
         transcript = fid.run_real(fid.scenario_named("requeue-pending"), real)
     finally:
         real.close()
-    assert real.taken is not None and real.taken < (transcript.next_job_id or 0)
+    # the probe's id, then the refused one's, then take_id's: the scenario starts after all three
+    assert real.taken is not None and transcript.next_job_id == real.taken + 2
     assert transcript.steps[0].captured == str(transcript.next_job_id)
     assert compare(transcript, fid.replay_on_sim(transcript)) == []
 
 
-def test_the_counter_is_read_by_a_test_only_submission_that_leaves_no_job() -> None:
+def test_test_only_and_a_refused_constraint_take_an_id_and_leave_no_job() -> None:
     sim = busy_cluster()
     real = SimAsReal(sim, LAB)
     try:
@@ -243,6 +244,11 @@ def test_the_counter_is_read_by_a_test_only_submission_that_leaves_no_job() -> N
         assert [real.take_id(), real.take_id()] == [7, 8]
         assert set(sim.controller.jobs) == jobs
         assert sim.run(["sbatch", "--parsable", "--wrap=true"]).stdout == "9\n"
+        # slurmctld refuses a feature constraint after it made the job record: id 10 is gone
+        refused = sim.run(["sbatch", "--parsable", "--constraint=gpu", "--wrap=true"])
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert set(sim.controller.jobs) == jobs | {9}
+        assert sim.run(["sbatch", "--parsable", "--wrap=true"]).stdout == "11\n"
     finally:
         real.close()
 

@@ -384,6 +384,7 @@ def _submission(
         requeue=requeue,
         hold=flag("hold"),
         signal=_signal(value("signal")),
+        constraint=value("constraint") or None,
         export=value("export") or "ALL",
         environment=environment,
     )
