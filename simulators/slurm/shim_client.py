@@ -83,7 +83,7 @@ def refusal(program: str) -> str:
     """The line a shim of a command the simulator does not answer prints (and exits 1)."""
     return (
         f"{PROG}: {program} is not simulated; this simulated cluster answers "
-        f"{', '.join(SERVED)} (scontrol: show job, show config, update, requeue, hold, release)"
+        f"{', '.join(SERVED[:-1])} and {SERVED[-1]} only"
     )
 
 

@@ -17,9 +17,9 @@ simulator unchanged.
 
 ``install`` prints the ``export PATH=BIN:$PATH`` line (hence the ``eval``). Slurm's other client
 commands (``sinfo``, ``srun``, ``salloc``, ``sacctmgr``, ...) get shims too, which refuse with one
-line (exit 1), so that nothing falls through to a real Slurm further down the PATH; so does
-``scontrol show node`` (and the other entities and verbs beyond ``show job``, ``show config``,
-``update``, ``requeue``, ``hold``, ``uhold`` and ``release``).
+line (exit 1), so that nothing falls through to a real Slurm further down the PATH. What the
+simulated ``scontrol`` does not answer (``show node``, ``show partition``, ``ping``, ...) it
+refuses itself (``scontrol: error: show nodes is not supported by this simulator``, exit 1).
 
 **Batch scripts are not executed** unless the cluster was installed with ``--execute``: a job
 "runs" on the virtual clock until ``finish``, ``fail`` or ``run-for`` (or ``--run-time``) ends
@@ -150,24 +150,6 @@ REFUSING_SHIM: Final = """#!/bin/sh
 echo {line} >&2
 exit {status}
 """
-# fmt: off
-SCONTROL_ENTITIES: Final = frozenset({
-    "aliases", "assoc_mgr", "bbstat", "burstbuffer", "daemons", "dwstat", "federation",
-    "frontend", "hostlist", "hostlistsorted", "hostnames", "licenses", "node", "nodes",
-    "partition", "partitions", "reservation", "reservations", "slurmd", "step", "steps",
-    "topology",
-})
-# fmt: on
-"""What ``scontrol show`` knows in 22.05 beyond ``job`` and ``config``: not simulated."""
-# fmt: off
-SCONTROL_VERBS: Final = frozenset({
-    "abort", "cancel_reboot", "cluster", "completing", "create", "delete", "errnumstr",
-    "listpids", "notify", "ping", "power", "reboot", "reconfigure", "resume", "schedloglevel",
-    "setdebug", "setdebugflags", "shutdown", "suspend", "takeover", "token", "top", "wait_job",
-    "write",
-})
-# fmt: on
-"""scontrol's other 22.05 commands: not simulated."""
 
 
 class UsageError(Exception):
@@ -884,9 +866,8 @@ class Server:
 
     def _slurm(self, message: dict[str, Any]) -> dict[str, Any]:
         program, args = message["program"], list(message["args"])
-        refused = _not_simulated(program, args)
-        if refused is not None:
-            return _answer(refused + "\n", EXIT_REFUSED)
+        if program not in SERVED:
+            return _answer(refusal(program) + "\n", EXIT_REFUSED)
         if program == "sbatch" and "stdin" not in message and _sbatch_reads_stdin(args):
             return {"need": "stdin"}
         env = env_subset(message["env"])
@@ -1015,34 +996,6 @@ def _inside(directory: str) -> Iterator[None]:
         yield
     finally:
         os.chdir(here)
-
-
-def _not_simulated(program: str, args: list[str]) -> str | None:
-    """The refusal of a command (or scontrol entity or verb) the simulator does not answer."""
-    if program not in SERVED:
-        return refusal(program)
-    if program != "scontrol":
-        return None
-    from simulators.slurm.commands.getopt import UsageError as SlurmUsage
-    from simulators.slurm.commands.getopt import parse
-    from simulators.slurm.commands.scontrol import SPEC
-
-    try:
-        words = parse("scontrol", args, SPEC).operands
-    except SlurmUsage:
-        return None  # scontrol says what is wrong with its options
-    verb = words[0].lower() if words else ""
-    entity = words[1].lower() if len(words) > 1 else ""
-    if verb == "show" and entity in SCONTROL_ENTITIES:
-        what = f"scontrol show {entity}"
-    elif verb in SCONTROL_VERBS:
-        what = f"scontrol {verb}"
-    else:
-        return None
-    return (
-        f"{PROG}: {what} is not simulated; this simulated cluster's scontrol answers show job, "
-        "show config, update, requeue, requeuehold, hold, uhold and release"
-    )
 
 
 def _sbatch_reads_stdin(args: list[str]) -> bool:
