@@ -251,6 +251,15 @@ def test_install_prints_the_path_line_and_says_scripts_do_not_run(
 ) -> None:
     state, bin_dir = tmp_path / "state", tmp_path / "bin"
     install(state, bin_dir)
+    try:
+        _path_line(state, bin_dir, tmp_path, capsys)
+    finally:
+        stop(str(state))
+
+
+def _path_line(
+    state: Path, bin_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, err = capsys.readouterr()
     assert out == f'export PATH={bin_dir}:"$PATH"\n'
     assert err == (
@@ -265,7 +274,6 @@ def test_install_prints_the_path_line_and_says_scripts_do_not_run(
     assert done.stdout == f"{bin_dir}/sbatch\n"
     two = shell(bin_dir, "sbatch --parsable --nodes=2 <<< '#!/bin/sh'", tmp_path)
     assert (two.stdout, two.stderr, two.returncode) == ("1\n", "", 0)
-    stop(str(state))
 
 
 def _ctl() -> str:
@@ -336,3 +344,31 @@ def test_without_execute_no_script_runs(cluster: tuple[Path, Path], tmp_path: Pa
     listing = shell(bin_dir, "squeue -t all -h -o '%i|%T'", tmp_path)
     assert listing.stdout == "1|RUNNING\n"
     assert not (tmp_path / "ran.txt").exists()
+
+
+SIGNALLED = """#!/bin/sh
+#SBATCH --signal=B:USR1@60
+#SBATCH --time=3
+trap 'echo got USR1 >> sig.txt; exit 7' USR1
+echo started >> sig.txt
+while :; do sleep 0.1; done
+"""
+
+
+def test_execute_delivers_a_signal_calls_later(tmp_path: Path) -> None:
+    """The server outlives the call that started the script: a later call's clock signals it."""
+    state, bin_dir = tmp_path / "state", tmp_path / "bin"
+    install(state, bin_dir, "--execute", "--nodes", "1")
+    (tmp_path / "job.sh").write_text(SIGNALLED)
+    sd = ["--state-dir", str(state)]
+    try:
+        assert shell(bin_dir, "sbatch --parsable job.sh", tmp_path).stdout == "1\n"
+        assert shims.main(["advance", *sd, "2"]) == 0  # it starts, and waits for its signal
+        assert shell(bin_dir, "squeue -h -o '%i|%T'", tmp_path).stdout == "1|RUNNING\n"
+        assert shims.main(["advance", *sd, "125"]) == 0  # 60 s before its 3-minute limit
+        listing = shell(bin_dir, "sacct -X -n -P -o JobID,State,ExitCode", tmp_path)
+        assert listing.stdout == "1|FAILED|7:0\n"
+        assert (tmp_path / "sig.txt").read_text() == "started\ngot USR1\n"
+        assert replay(state / STATE_FILE).ok
+    finally:
+        stop(str(state))
