@@ -495,10 +495,13 @@ def _parser() -> _Parser:
     )
     install.add_argument("--bin-dir", required=True, help="where to put the executables")
     install.add_argument("--reset", action="store_true", help="replace DIR's cluster by a new one")
-    install.add_argument("--seed", type=_integer(), help="the seed of its choices (default 0)")
+    install.add_argument(
+        "--seed", type=_integer(), metavar="N", help="the seed of its choices (default 0)"
+    )
     install.add_argument(
         "--start",
         type=_seconds,
+        metavar="EPOCH",
         help="its clock's start, epoch seconds (default 1767225600: 2026-01-01T00:00:00Z)",
     )
     install.add_argument(
@@ -510,11 +513,13 @@ def _parser() -> _Parser:
     install.add_argument(
         "--execute-timeout",
         type=_seconds,
+        metavar="SECONDS",
         help=f"real seconds a script may run with --execute (default {DEFAULT_EXECUTE_TIMEOUT:g})",
     )
     install.add_argument(
         "--idle-exit",
         type=_seconds,
+        metavar="SECONDS",
         help=f"real seconds the server waits for a call before it exits (default "
         f"{DEFAULT_IDLE_EXIT:g}); the next call starts it again",
     )
@@ -524,6 +529,7 @@ def _parser() -> _Parser:
             install.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, help=text)
         else:
             metavar = "N" if getattr(kind, "__name__", "") == "integer" else name.upper()
+            metavar = "N|NAME,..." if name == "nodes" else metavar
             install.add_argument(flag, dest=name, type=kind, help=text, metavar=metavar)
     install.add_argument(
         "--set",
