@@ -121,10 +121,9 @@ def _state_dir(args: list[str]) -> str | None:
     for index, arg in enumerate(args):
         if arg == "--":
             return None
-        if arg == "--state-dir" and index + 1 < len(args):
-            return os.path.abspath(args[index + 1])
-        if arg.startswith("--state-dir="):
-            return os.path.abspath(arg.partition("=")[2])
+        if arg == "--state-dir" or arg.startswith("--state-dir="):
+            value = arg.partition("=")[2] if "=" in arg else "".join(args[index + 1 : index + 2])
+            return os.path.abspath(value) if value else None  # none: the whole command says
     return None
 
 

@@ -141,7 +141,7 @@ exec {python} -I -S -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); import 
 del sys.path[0]; sys.exit(shim_client.main())' {here} --state-dir {state} {command} "$@"
 """
 CTL_SHIM: Final = """#!/bin/sh
-# dispatch-slurm-shims for the simulated Slurm cluster in {state}: actions go to its server
+# the actions on the simulated Slurm cluster in {state}, sent to its server (dispatch-slurm-shims)
 exec {python} -I -S -c 'import sys; sys.path.insert(0, sys.argv.pop(1)); import shim_client; \
 del sys.path[0]; sys.exit(shim_client.main())' {here} "$@"
 """
@@ -209,6 +209,9 @@ def _manage(args: list[str]) -> int:
     if not args:
         raise UsageError(f"no action given (one of {', '.join(_ACTIONS)}; see '{PROG} --help')")
     options = parser.parse_args(args)
+    for option in ("state_dir", "bin_dir"):
+        if getattr(options, option, None) == "":
+            raise UsageError(f"{options.action}: --{option.replace('_', '-')} is empty")
     state_dir = Path(options.state_dir).absolute()
     if options.action == "install":
         return _install(options, state_dir)
@@ -594,6 +597,8 @@ def _install(options: argparse.Namespace, state_dir: Path) -> int:
     for path, what in ((state_dir, "state dir"), (bin_dir, "bin dir")):
         if path.exists() and not path.is_dir():
             raise StateError(f"{what} {path} is not a directory")
+    for command in (*SERVED, PROG, *REFUSED):
+        _ours_or_absent(bin_dir / command)
     state = state_dir / STATE_FILE
     if state.exists() and not options.reset:
         _same_cluster(options, state, given, settings)
@@ -613,6 +618,24 @@ def _install(options: argparse.Namespace, state_dir: Path) -> int:
     )
     print(f'export PATH={shlex.quote(str(bin_dir))}:"$PATH"')
     return 0
+
+
+def _ours_or_absent(path: Path) -> None:
+    """Refuse to replace a file that is not a shim (``--bin-dir /usr/bin`` would replace the
+    real Slurm's commands)."""
+    if not path.exists() and not path.is_symlink():
+        return
+    try:
+        with open(path, "rb") as handle:
+            lines = handle.read(4096).split(b"\n")
+    except OSError:
+        lines = []
+    mark = lines[1] if len(lines) > 1 and lines[0] == b"#!/bin/sh" else b""
+    if path.is_symlink() or not path.is_file() or not mark.endswith(f"({PROG})".encode()):
+        raise UsageError(
+            f"install: {path} exists and is not a shim of {PROG}: refusing to replace it "
+            "(choose another --bin-dir)"
+        )
 
 
 def _config(options: argparse.Namespace) -> tuple[SlurmConfig, dict[str, Any]]:

@@ -456,3 +456,47 @@ def test_the_shims_run_no_other_program(cluster: tuple[Path, Path]) -> None:
 
 def test_the_server_is_started_with_this_checkout(cluster: tuple[Path, Path]) -> None:
     assert Path(shim_client.ROOT) == ROOT
+
+
+def test_install_never_replaces_a_file_that_is_not_a_shim(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--bin-dir /usr/bin`` must not replace the real Slurm's commands."""
+    real = tmp_path / "bin"
+    real.mkdir()
+    (real / "sbatch").write_text("#!/bin/sh\necho real\n")
+    argv = ["install", "--state-dir", str(tmp_path / "state"), "--bin-dir", str(real)]
+    status, err = refused(capsys, *argv)
+    assert (status, err) == (
+        2,
+        f"{PROG}: install: {real / 'sbatch'} exists and is not a shim of {PROG}: refusing to "
+        "replace it (choose another --bin-dir)",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
+    assert [p.name for p in real.iterdir()] == ["sbatch"]
+    assert (real / "sbatch").read_text() == "#!/bin/sh\necho real\n"
+
+
+def test_an_empty_directory_option(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    status, err = refused(capsys, "install", "--state-dir", "", "--bin-dir", str(tmp_path))
+    assert (status, err) == (2, f"{PROG}: install: --state-dir is empty")
+    status, err = refused(capsys, "install", "--state-dir", str(tmp_path), "--bin-dir", "")
+    assert (status, err) == (2, f"{PROG}: install: --bin-dir is empty")
+    status, err = refused(capsys, "advance", "--state-dir", "", "5")
+    assert (status, err) == (2, f"{PROG}: advance: --state-dir is empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_directories_with_spaces_and_quotes(tmp_path: Path) -> None:
+    state, bin_dir = tmp_path / "it's a state", tmp_path / 'b "in" x'
+    assert shims.main(["install", "--state-dir", str(state), "--bin-dir", str(bin_dir)]) == 0
+    try:
+        done = shell(bin_dir, "sbatch --parsable <<< '#!/bin/sh'; squeue -h -o %i", tmp_path)
+        assert (done.stdout, done.stderr) == ("1\n1\n", "")
+        ctl = subprocess.run(
+            [str(bin_dir / PROG), "now", "--state-dir", str(state)],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert (ctl.returncode, ctl.stdout) == (0, "1767225600\n")
+    finally:
+        stop(str(state))
