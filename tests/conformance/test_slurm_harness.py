@@ -40,6 +40,7 @@ from dispatch_core import (
     make_plan,
     with_job,
 )
+from simulators.slurm.shim_client import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -543,6 +544,7 @@ def test_slurm_local_against_the_simulator_s_path_shims(
     harness.close()  # cancels every job of the check, and removes its control directory
     seen = harness.command(["squeue", "-h", "-t", "all", "-o", "%i %T"]).stdout.split("\n")
     assert {f"{garbage} CANCELLED", f"{ref.id} CANCELLED"} <= set(seen)
+    stop(str(state))  # the cluster's server, which the first shim call started
 
 
 def test_commands_run_but_are_never_waited_on(c: Cluster, tmp_path: Path) -> None:
