@@ -444,6 +444,11 @@ ACTIVE: Final = frozenset(
 # -- targets ------------------------------------------------------------------------------------
 
 
+SECOND_MARGIN: Final = 0.2
+"""How much of a second a real command needs at most to be answered in the second it started
+in (sbatch, squeue and scontrol take 5-10 ms here, sacct about 90 ms)."""
+
+
 class Target(Protocol):
     """Where a scenario's commands go."""
 
@@ -463,6 +468,11 @@ class Target(Protocol):
 
     def align(self, when: float) -> None:
         """Let the target's time reach ``when`` (epoch) if it is not there yet."""
+        ...
+
+    def steady(self) -> None:
+        """Before a command: let it start early enough in a second to be answered in that
+        second (slurmctld stamps what it does with whole seconds)."""
         ...
 
 
@@ -519,6 +529,16 @@ class RealSlurm:
 
     def align(self, when: float) -> None:
         """Real time needs no help."""
+
+    def steady(self) -> None:
+        """Wait for the next second when less than :data:`SECOND_MARGIN` of this one is left.
+        A replay puts each command at the second it started in; one that slurmctld answered in
+        the next second (a cancel, say) would order jobs by their end time differently on the
+        two sides: "names" once listed 8 before 6 on the real cluster and 6 before 8 on the
+        simulator, the cancel of 8 having crossed a second."""
+        left = 1.0 - self.now() % 1.0
+        if left < SECOND_MARGIN:
+            self.pause(left + 0.005)
 
     # -- the cluster ------------------------------------------------------------------------------
 
@@ -717,6 +737,9 @@ class SimSlurm:
         if when > now:
             self.sim.advance(when - now)
 
+    def steady(self) -> None:
+        """A virtual clock answers in the second it is at."""
+
 
 # -- transcripts --------------------------------------------------------------------------------
 
@@ -874,6 +897,8 @@ def execute(
     for index, step in enumerate(steps):
         if times is not None and index < len(times):
             target.align(start + times[index])
+        if isinstance(step, Run):
+            target.steady()
         began = target.now()
         result = StepResult(index, step, t=began - start)
         try:

@@ -533,3 +533,20 @@ def test_cli_replay_of_recorded_transcripts(tmp_path: Path) -> None:
     assert (tmp_path / "report" / "report.md").read_text() == done.stdout
     assert cli("replay", "--fixtures", str(tmp_path / "none")).returncode == 2
     assert cli("record", "--scenario", "nope").stderr.startswith("fidelity: error: no scenario")
+
+
+@pytest.mark.parametrize(
+    ("at", "starts"),
+    [(1000.0, 1000.0), (1000.79, 1000.79), (1000.81, 1001.005), (1000.999, 1001.005)],
+)
+def test_a_real_command_starts_early_enough_to_be_answered_in_its_second(
+    at: float, starts: float
+) -> None:
+    clock = VirtualClock(at)
+    real = RealSlurm(clock=clock)
+    try:
+        real.steady()
+    finally:
+        real.close()
+    assert clock.now() == pytest.approx(starts)
+    assert fid.SECOND_MARGIN == 0.2  # sacct takes about 90 ms, the others 5-10 ms
