@@ -2139,6 +2139,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FidelityError as error:
         print(f"fidelity: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # --out/--record/--fixtures a path that cannot be written or read
+        where = f" {error.filename}" if error.filename else ""
+        print(f"fidelity: error: cannot use{where}: {error.strerror or error}", file=sys.stderr)
+        return 2
 
 
 def _main(args: argparse.Namespace) -> int:

@@ -550,3 +550,13 @@ def test_a_real_command_starts_early_enough_to_be_answered_in_its_second(
         real.close()
     assert clock.now() == pytest.approx(starts)
     assert fid.SECOND_MARGIN == 0.2  # sacct takes about 90 ms, the others 5-10 ms
+
+
+@pytest.mark.parametrize("command", ["record", "replay"])
+def test_an_output_directory_that_cannot_be_made_is_one_line(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # record makes its directory before it runs anything on a cluster
+    assert fid.main([command, "--out", "/proc/x/y"]) == 2
+    err = capsys.readouterr().err
+    assert err == "fidelity: error: cannot use /proc/x: No such file or directory\n"
