@@ -18,7 +18,6 @@ of any environment variable whose name looks like a secret (``*TOKEN*``, ``*PASS
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
@@ -34,6 +33,7 @@ from pathlib import Path
 from conformance.checks import Result
 from conformance.runner import Answers
 from dispatch_core import Capability, Support, capabilities
+from dispatch_core.files import write_atomic
 
 JSON_NAME = "report.json"
 JUNIT_NAME = "junit.xml"
@@ -106,33 +106,6 @@ def prepare_report_dir(
 
 def _why(error: OSError | ValueError) -> str:
     return (error.strerror if isinstance(error, OSError) else "") or str(error)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically: into a temporary file in the same
-    directory, flushed to disk, then renamed over ``path`` (``os.replace``). A reader sees the
-    old file or the new one, never part of one; on any error the temporary file is removed.
-    The file gets the mode a new file would (``0o666`` less the umask)."""
-    target = Path(path)
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return target
 
 
 def tool_version() -> str:

@@ -61,7 +61,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -70,6 +69,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from dispatch_core.clock import DEFAULT_START
+from dispatch_core.files import write_atomic
 from simulators.slurm.config import MAX_JOB_ID_CAP, SlurmConfig
 from simulators.slurm.controller import Job, JobState, SlurmError
 from simulators.slurm.execute import ExecuteMode
@@ -718,7 +718,7 @@ def _create(
     header = dict(sim.trace.header, shims=settings)
     with _locked(state_dir):
         stop(str(state_dir))
-        _atomic_write(state_dir / STATE_FILE, dumps(header) + "\n")
+        write_atomic(state_dir / STATE_FILE, dumps(header) + "\n", 0o644)
         with contextlib.suppress(FileNotFoundError):
             (state_dir / SOCKET_FILE).unlink()
 
@@ -733,21 +733,6 @@ def _locked(state_dir: Path) -> Iterator[None]:
         yield
 
 
-def _atomic_write(path: Path, text: str, mode: int = 0o644) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="ascii") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-
-
 def _write_shims(state_dir: Path, bin_dir: Path) -> None:
     here = Path(__file__).resolve().parent
     state = shlex.quote(str(state_dir))
@@ -758,11 +743,11 @@ def _write_shims(state_dir: Path, bin_dir: Path) -> None:
             here=shlex.quote(str(here)),
             python=shlex.quote(sys.executable),
         )
-        _atomic_write(bin_dir / command, text, 0o755)
+        write_atomic(bin_dir / command, text, 0o755)
     text = CTL_SHIM.format(
         state=state, here=shlex.quote(str(here)), python=shlex.quote(sys.executable)
     )
-    _atomic_write(bin_dir / PROG, text, 0o755)
+    write_atomic(bin_dir / PROG, text, 0o755)
     for command in REFUSED:
         text = REFUSING_SHIM.format(
             command=command,
@@ -770,7 +755,7 @@ def _write_shims(state_dir: Path, bin_dir: Path) -> None:
             line=shlex.quote(refusal(command)),
             status=EXIT_REFUSED,
         )
-        _atomic_write(bin_dir / command, text, 0o755)
+        write_atomic(bin_dir / command, text, 0o755)
     # Its bytecode cached now, so that the first shim call does not compile it.
     import py_compile
 
@@ -1079,7 +1064,7 @@ def serve(state_dir: Path) -> int:
     ours = os.stat(SOCKET_FILE).st_ino
     idle = float(server.settings.get("idle_exit", DEFAULT_IDLE_EXIT))
     listener.settimeout(min(max(idle, 0.1), 30.0))
-    _atomic_write(state_dir / PID_FILE, f"{os.getpid()}\n")
+    write_atomic(state_dir / PID_FILE, f"{os.getpid()}\n", 0o644)
     print("ready", flush=True)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
