@@ -412,6 +412,45 @@ class HoldIgnored(MemoryBackend):
         return job.holds_placed + 1
 
 
+class SchedulerFirstOnce(MemoryBackend):
+    """A correct adapter on a cluster whose scheduler starts the first object before its hold
+    lands (a real cluster starts an eligible job within seconds): that hold is Rejected."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        if not self.cluster.__dict__.get("raced"):
+            self.cluster.__dict__["raced"] = True
+            self.cluster.let_run(ref.id)
+        return super().hold(ref)
+
+
+class SchedulerFirstAlways(MemoryBackend):
+    """The scheduler starts every object before its hold lands."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        self.cluster.let_run(ref.id)
+        return super().hold(ref)
+
+
+class RejectsPendingHold(MemoryBackend):
+    """hold of a pending object raises Rejected, as if it were running."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        self._checked(ref)
+        raise Rejected("not pending")
+
+
+class SchedulerStartsOnSecondRelease(MemoryBackend):
+    """A correct adapter; the scheduler starts the released object while a second release of
+    its hold is being refused."""
+
+    def release(self, ref: ObjectRef, number: int) -> None:
+        try:
+            super().release(ref, number)
+        except Conflict:
+            self.cluster.let_run(ref.id)
+            raise
+
+
 class FrozenRestartCluster(MemoryCluster):
     """The batch script bakes the restart count in at submit: every execution sees 0."""
 
@@ -480,6 +519,7 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (HoldRunningPretends, "slurm", {"HOLD-006"}),
     (HoldRunningConflicts, "kubeflow", {"HOLD-006"}),
     (ReleaseWithoutHold, "slurm", {"HOLD-004", "HOLD-007"}),
+    (RejectsPendingHold, "slurm", {"HOLD-001", "HOLD-002", "HOLD-003", "HOLD-004", "HOLD-007"}),
 ]
 
 
@@ -587,3 +627,21 @@ class BackendOnlyHarness(Harness):
 
     def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
         return [e.ranks for e in self._inner(backend).executions(ref)]
+
+
+@pytest.mark.parametrize("check_id", ["HOLD-001", "HOLD-002", "HOLD-003", "HOLD-004", "HOLD-007"])
+def test_an_object_the_scheduler_started_before_its_hold_is_replaced_by_a_new_one(
+    check_id: str,
+) -> None:
+    assert run(check_id, BrokenHarness(SchedulerFirstOnce)).outcome is Outcome.PASSED
+    result = run(check_id, BrokenHarness(SchedulerFirstAlways))
+    assert (result.outcome, result.reason) == (
+        Outcome.SKIPPED,
+        "the scheduler started each of 3 new objects before a hold could land",
+    )
+
+
+def test_a_refused_release_may_see_the_scheduler_start_the_released_object() -> None:
+    assert run("HOLD-007", BrokenHarness(SchedulerStartsOnSecondRelease)).outcome is (
+        Outcome.PASSED
+    )
