@@ -29,7 +29,16 @@ from typing import Any, TypeVar, cast
 
 from ulid import ULID
 
-from conformance.harness import CannotInject, FaultInjector, Harness, HarnessUnavailable
+from conformance.harness import (
+    CannotInject,
+    FaultInjector,
+    Harness,
+    HarnessUnavailable,
+    Host,
+    IdentityModel,
+    Probe,
+    fault_needs,
+)
 from dispatch_core import (
     Backend,
     Capability,
@@ -72,6 +81,37 @@ class Outcome(StrEnum):
 
 
 @dataclass(frozen=True)
+class Needs:
+    """What a check needs, declared when it registers: capabilities the adapter must answer
+    ``yes``, optional interfaces its backend must implement, faults and probes the harness must
+    offer. A harness lacking a fault or probe skips the check before any backend is made; a
+    capability or an interface is asked of the check's backend before the check runs."""
+
+    capabilities: tuple[Capability, ...] = ()
+    interfaces: tuple[type, ...] = ()
+    faults: tuple[str, ...] = ()
+    probes: tuple[Probe, ...] = ()
+
+    def __post_init__(self) -> None:
+        known = set(fault_needs())
+        for fault in self.faults:
+            if fault not in known:
+                raise ValueError(f"unknown fault need {fault!r} (known: {', '.join(known)})")
+
+    def harness_needs(self) -> list[str]:
+        """The needs a harness answers (faults, then probes)."""
+        return [*self.faults, *(p.value for p in self.probes)]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {
+            "capabilities": [c.value for c in self.capabilities],
+            "interfaces": [i.__name__ for i in self.interfaces],
+            "faults": list(self.faults),
+            "probes": [p.value for p in self.probes],
+        }
+
+
+@dataclass(frozen=True)
 class Check:
     """One registered check."""
 
@@ -81,16 +121,40 @@ class Check:
     suite: str
     tier: Tier
     func: Callable[[Context], None]
-    xfail: str | None = None
+    needs: Needs = field(default_factory=Needs)
+    xfail_on: Mapping[str, str] = field(default_factory=dict)
+    """Harness names on which the check is a strict expected failure, with the reason."""
+
+    def xfail(self, harness: str) -> str | None:
+        """The reason the check is expected to fail on ``harness``, or None."""
+        return self.xfail_on.get(harness)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "tier": self.tier.value,
+            "suite": self.suite,
+            "rule": self.rule,
+            "clause": self.clause,
+            "needs": self.needs.as_dict(),
+            "xfail_on": dict(self.xfail_on),
+        }
 
 
 REGISTRY: dict[str, Check] = {}
 
 
 def check(
-    check_id: str, *, clause: str, tier: Tier | str = Tier.STANDARD, xfail: str | None = None
+    check_id: str,
+    *,
+    clause: str,
+    tier: Tier | str = Tier.STANDARD,
+    needs: Needs | None = None,
+    xfail_on: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
-    """Register a check under ``check_id``; its docstring's first line is the rule it checks."""
+    """Register a check under ``check_id``; its docstring's first line is the rule it checks.
+    ``needs`` declares what it needs; ``xfail_on`` names the harnesses on which it is a strict
+    expected failure (an unexpected pass fails), each with its reason."""
 
     def register(func: Callable[[Context], None]) -> Callable[[Context], None]:
         if check_id in REGISTRY:
@@ -98,8 +162,19 @@ def check(
         doc = (func.__doc__ or "").strip().splitlines()
         if not doc:
             raise ValueError(f"check {check_id} has no rule: give it a one-line docstring")
-        suite = func.__module__.rsplit(".", 1)[-1]
-        REGISTRY[check_id] = Check(check_id, doc[0], clause, suite, Tier(tier), func, xfail)
+        module = func.__module__
+        within = module.partition(".suites.")[2] or module.rsplit(".", 1)[-1]
+        suite = within.split(".", 1)[0]
+        REGISTRY[check_id] = Check(
+            check_id,
+            doc[0],
+            clause,
+            suite,
+            Tier(tier),
+            func,
+            needs or Needs(),
+            dict(xfail_on or {}),
+        )
         return func
 
     return register
@@ -241,7 +316,7 @@ def harness_crash(error: BaseException | None) -> HarnessCrash | None:
     return None
 
 
-class GuardedHarness(Harness):
+class GuardedHarness(Harness[Backend]):
     """A harness as :func:`run_check` hands it to a check. An exception out of a call into it
     (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``, ``close``) or
     into its fault injector, other than :class:`Skip`, :class:`CannotInject`,
@@ -251,9 +326,11 @@ class GuardedHarness(Harness):
     outcome the harness's error (:func:`harness_crash`). ``reopen`` is the adapter's own
     re-opening in all but name: what it raises stays the adapter's."""
 
-    def __init__(self, inner: Harness) -> None:
+    def __init__(self, inner: Harness[Any]) -> None:
         self.inner = inner
         self.name = inner.name
+        self.identity = inner.identity
+        self.offers = inner.offers
         self.schedule_within = inner.schedule_within
         self.stateful_examples = inner.stateful_examples
         self.stateful_steps = inner.stateful_steps
@@ -275,6 +352,19 @@ class GuardedHarness(Harness):
                     setattr(error, _HARNESS_CALL, call)
             raise
 
+    def lacks(self, need: str) -> str | None:
+        return self.guard(f"lacks({need!r})", lambda: self.inner.lacks(need))
+
+    def begin(self, check_id: str) -> None:
+        self.guard("begin()", lambda: self.inner.begin(check_id))
+
+    def end(self, check_id: str) -> None:
+        self.guard("end()", lambda: self.inner.end(check_id))
+
+    def host(self, backend: Backend) -> Host:
+        inner = self.guard("host()", lambda: self.inner.host(backend))
+        return cast(Host, _Guarded(inner, self, "host()"))
+
     def new_backend(self) -> Backend:
         return self.guard("new_backend()", self.inner.new_backend)
 
@@ -289,7 +379,7 @@ class GuardedHarness(Harness):
 
     def faults(self, backend: Backend) -> FaultInjector:
         inner = self.guard("faults()", lambda: self.inner.faults(backend))
-        return cast(FaultInjector, _GuardedFaults(inner, self))
+        return cast(FaultInjector, _Guarded(inner, self, "faults()"))
 
     def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
         return self.guard("executions()", lambda: self.inner.executions(backend, ref))
@@ -298,12 +388,14 @@ class GuardedHarness(Harness):
         self.guard("close()", self.inner.close)
 
 
-class _GuardedFaults:
-    """A fault injector whose every method goes through :meth:`GuardedHarness.guard`."""
+class _Guarded:
+    """A fault injector or a host whose every method goes through
+    :meth:`GuardedHarness.guard`."""
 
-    def __init__(self, inner: FaultInjector, harness: GuardedHarness) -> None:
+    def __init__(self, inner: object, harness: GuardedHarness, via: str) -> None:
         self._inner = inner
         self._harness = harness
+        self._via = via
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._inner, name)
@@ -311,7 +403,7 @@ class _GuardedFaults:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._harness.guard(f"faults().{name}()", lambda: value(*args, **kwargs))
+            return self._harness.guard(f"{self._via}.{name}()", lambda: value(*args, **kwargs))
 
         return call
 
@@ -321,13 +413,18 @@ class Context:
     random source, and a tracker that stops every object the check started (csi-sanity's
     resource tracker)."""
 
-    def __init__(self, harness: Harness, check: Check, seed: int) -> None:
+    def __init__(self, harness: Harness[Any], check: Check, seed: int) -> None:
         self.harness = harness
         self.check = check
         self.seed = seed
         self.rng = random.Random(f"{seed}:{check.id}")
         self._backend: Backend | None = None
-        self._started: list[tuple[Backend, ObjectRef]] = []
+        self._cleanups: list[tuple[str, Callable[[], object]]] = []
+
+    @property
+    def identity(self) -> IdentityModel:
+        """The harness's identity model: how its target finds, names and reuses objects."""
+        return cast(IdentityModel, self.harness.identity)
 
     @property
     def backend(self) -> Backend:
@@ -343,6 +440,18 @@ class Context:
     @property
     def faults(self) -> FaultInjector:
         return self.harness.faults(self.backend)
+
+    @property
+    def host(self) -> Host:
+        """The filesystem the check's jobs run on (the harness's :meth:`Harness.host`)."""
+        return self.harness.host(self.backend)
+
+    def scratch_dir(self) -> str:
+        """A fresh directory on the cluster's filesystem, removed when the check ends."""
+        host = self.host
+        path = host.scratch_dir()
+        self.track(f"remove the scratch directory {path}", lambda: host.remove(path))
+        return path
 
     def reopen(self) -> Backend:
         return self.harness.reopen(self.backend)
@@ -375,9 +484,15 @@ class Context:
     def start(self, plan: Plan | None = None, submission: int = 1, attempt: int = 1) -> ObjectRef:
         """Start ``plan`` (a plain new one by default); the object is stopped after the check."""
         plan = plan or self.plan()
-        ref = self.backend.start(plan, submission, attempt)
-        self._started.append((self.backend, ref))
+        backend = self.backend
+        ref = backend.start(plan, submission, attempt)
+        self.track(f"stop({ref.id}) of {ref.uid}", lambda: backend.stop(ref))
         return ref
+
+    def track(self, what: str, undo: Callable[[], object]) -> None:
+        """Have ``undo`` run when the check ends, after everything tracked later (LIFO);
+        ``what`` names it in the report of a cleanup that failed."""
+        self._cleanups.append((what, undo))
 
     # -- expectations --------------------------------------------------------------------------
 
@@ -426,12 +541,30 @@ class Context:
             pause(self.clock, 5.0)
             waited += 5.0
 
-    def cleanup(self) -> None:
-        for backend, ref in reversed(self._started):
+    def meet_needs(self) -> None:
+        """Skip unless the backend meets the check's capability and interface needs (it is
+        made here when the check needs either)."""
+        needs = self.check.needs
+        for capability in needs.capabilities:
+            self.require(capability)
+        for interface in needs.interfaces:
+            if not isinstance(self.backend, interface):
+                raise Skip(
+                    f"adapter {type(self.backend).__name__} does not implement {interface.__name__}"
+                )
+
+    def cleanup(self) -> list[str]:
+        """Undo everything tracked, last first; each undo that raised, said on one line (a
+        failed cleanup is reported, never swallowed)."""
+        failed: list[str] = []
+        while self._cleanups:
+            what, undo = self._cleanups.pop()
             try:
-                backend.stop(ref)
-            except Exception:
-                continue
+                undo()
+            except (Exception, SystemExit) as error:
+                said = one_line(f"{type(error).__name__}: {error}")
+                failed.append(f"{what} raised {said} (at {where(error)})")
+        return failed
 
 
 @dataclass
@@ -466,14 +599,45 @@ def replay_command(harness: str, check_id: str, seed: int) -> str:
     return f"dispatch-conformance run --harness {harness} --check {check_id} --seed {seed}"
 
 
-def run_check(check: Check, harness: Harness, seed: int = 0) -> Result:
-    """Run one check on one harness; never raises for what the adapter or the harness does."""
+def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
+    """Run one check on one harness; never raises for what the adapter or the harness does.
+
+    The order: the harness's identity model is checked, then the check's fault and probe
+    needs (a lacking one skips it before any backend is made), then ``begin``, the check's
+    capability and interface needs (on its backend), the check, its tracker's cleanup (last
+    first), and ``end``. A cleanup or an ``end`` that raised is the check's error."""
     started = time.perf_counter()
     guarded = harness if isinstance(harness, GuardedHarness) else GuardedHarness(harness)
-    ctx = Context(guarded, check, seed)
     replay = replay_command(harness.name, check.id, seed)
-    crash: HarnessCrash | None = None
+
+    def result(outcome: Outcome, reason: str) -> Result:
+        elapsed = time.perf_counter() - started
+        return Result(check, harness.name, outcome, reason, elapsed, seed, replay)
+
+    if not isinstance(getattr(harness, "identity", None), IdentityModel):
+        return result(
+            Outcome.ERROR,
+            f"[{check.id}] harness error, not the adapter's: harness {harness.name} declares no "
+            "identity model (set its identity = IdentityModel(...))\n"
+            f"  replay: {replay}",
+        )
     try:
+        for need in check.needs.harness_needs():
+            lacking = guarded.lacks(need)
+            if lacking:
+                return result(Outcome.SKIPPED, lacking)
+    except (Exception, SystemExit) as error:
+        crash = HarnessCrash(getattr(error, _HARNESS_CALL, "lacks()"), error)
+        return result(Outcome.ERROR, _harness_error(check, crash, replay))
+    ctx = Context(guarded, check, seed)
+    crash: HarnessCrash | None = None
+    leftovers: list[str] = []
+    try:
+        guarded.begin(check.id)
+    except (Exception, SystemExit) as error:
+        return result(Outcome.ERROR, _harness_error(check, HarnessCrash("begin()", error), replay))
+    try:
+        ctx.meet_needs()
         check.func(ctx)
         outcome, reason = Outcome.PASSED, ""
     except Skip as skip:
@@ -497,18 +661,36 @@ def run_check(check: Check, harness: Harness, seed: int = 0) -> Result:
         did = f"crashed: {type(error).__name__}: {error}\n  {''.join(place).strip()}"
         outcome, reason = Outcome.FAILED, _failure(check, did, replay)
     finally:
-        ctx.cleanup()
+        leftovers = ctx.cleanup()
+        try:
+            guarded.end(check.id)
+        except (Exception, SystemExit) as error:
+            said = one_line(f"{type(error).__name__}: {error}")
+            leftovers.append(f"the harness's end({check.id}) raised {said} (at {where(error)})")
+    xfail = check.xfail(harness.name)
     if crash is not None:
         outcome, reason = Outcome.ERROR, _harness_error(check, crash, replay)
-    elif check.xfail is not None:
+    elif xfail is not None:
         if outcome is Outcome.FAILED:
-            outcome, reason = Outcome.SKIPPED, f"expected failure: {check.xfail}"
+            outcome, reason = Outcome.SKIPPED, f"expected failure: {xfail}"
         elif outcome is Outcome.PASSED:
             outcome = Outcome.FAILED
             reason = _failure(
-                check, f"passed, but it is a strict expected failure ({check.xfail})", replay
+                check, f"passed, but it is a strict expected failure ({xfail})", replay
             )
-    return Result(check, harness.name, outcome, reason, time.perf_counter() - started, seed, replay)
+    if leftovers:
+        said = "; ".join(leftovers)
+        if outcome is Outcome.FAILED or outcome is Outcome.ERROR:
+            reason += f"\n  cleanup failed too: {said}"
+        else:
+            was = f"{outcome.value}" + (f" ({one_line(reason)})" if reason else "")
+            outcome = Outcome.ERROR
+            reason = (
+                f"[{check.id}] cleanup failed after the check {was}: {said}\n"
+                f"  rule: {check.rule}\n"
+                f"  replay: {replay}"
+            )
+    return result(outcome, reason)
 
 
 def _harness_error(check: Check, crash: HarnessCrash, replay: str) -> str:

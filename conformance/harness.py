@@ -1,16 +1,27 @@
 """The harness an adapter author implements: how the suites reach the adapter under test.
 
 A harness is small (the Go CDK ``drivertest`` idea): it makes fresh backends on its target,
-re-opens one as a new process would, gives the suites its clock, and, where it can, a fault
-injector and the environment each rank of each execution saw. Every obligation is in the
-docstrings; a check that needs something the harness cannot provide is skipped with the
-reason "harness cannot inject <fault>", never passed.
+re-opens one as a new process would, gives the suites its clock, declares its target's
+identity model as data, and, where it can, a fault injector, the environment each rank of
+each execution saw, and a view of paths on the cluster. Every obligation is in the
+docstrings. A check declares what it needs (:class:`~conformance.checks.Needs`); a need the
+harness lacks (:meth:`Harness.lacks`) skips the check with the reason before any backend is
+made, never passes it.
+
+Nothing here knows a scheduler: faults are intents (:class:`LookAlike`, :class:`Fault`) that
+each harness turns into its scheduler's encoding (a Slurm comment, a Kubernetes label).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Generic, TypeVar
 
 from dispatch_core import Backend, Clock, JobID, ObjectRef
 
@@ -38,12 +49,114 @@ class HarnessUnavailable(Exception):
         self.missing = missing
 
 
+# -- the identity model ------------------------------------------------------------------------
+
+
+class Lookup(StrEnum):
+    """How the scheduler lets ``find`` look a job's objects up."""
+
+    NAME = "name"
+    """By the object's name, which the job determines (Slurm: ``squeue --name``, which matches
+    without regard to case and splits on commas, so ``find`` must compare exactly itself)."""
+    LABEL = "label"
+    """By a label the job determines (Kubernetes: a label selector, exact by construction); the
+    object's name is the adapter's choice, and several objects may carry the label."""
+
+
+@dataclass(frozen=True)
+class IdentityModel:
+    """What a harness's target does to object identity, declared as data: the checks read it,
+    and nothing sniffs an id's or a name's shape."""
+
+    lookup: Lookup
+    """How ``find`` looks objects up."""
+    reuses_ids: bool
+    """Whether a native id (``ObjectRef.id``) is handed to a new object once the old one is
+    gone (Slurm after ``MaxJobId``; never on Kubernetes, where ``metadata.uid`` is unique)."""
+    requeue_moves_submit: bool
+    """Whether a requeue moves the object's ``submit`` forward (Slurm's SubmitTime) rather than
+    keeping it (a Kubernetes object's creationTimestamp)."""
+    history_outlives_live: bool
+    """Whether an object gone from the live view can still be read from history (Slurm's
+    accounting), so that ``find`` and ``open`` may see it after a purge."""
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "lookup": self.lookup.value,
+            "reuses_ids": self.reuses_ids,
+            "requeue_moves_submit": self.requeue_moves_submit,
+            "history_outlives_live": self.history_outlives_live,
+        }
+
+
+# -- faults, as intents --------------------------------------------------------------------------
+
+
+class LookAlike(StrEnum):
+    """Kinds of objects that resemble a job's without being its own (seed 001)."""
+
+    CASE_VARIANT = "case_variant"
+    """The job's lookup key (name or label value) with its letters' case changed, carrying a
+    valid identity (submission 1, attempt 1): a lookup that ignores case returns it."""
+    COMMA_LIST = "comma_list"
+    """A lookup key that lists the job's with another's (a comma list), carrying a valid
+    identity: a lookup that splits on commas returns it."""
+    UNPARSABLE_IDENTITY = "unparsable_identity"
+    """The job's exact lookup key, with an identity (submission and attempt) that a strict
+    parser refuses: it is foreign, reported and never used."""
+    NO_IDENTITY = "no_identity"
+    """The job's exact lookup key, live, with no identity at all: foreign, never used."""
+    OTHER_USER = "other_user"
+    """The job's exact lookup key and a valid identity, but another user's object: ``find``
+    never returns it (seed 001: "Find sees only your own jobs")."""
+
+
+class Fault(StrEnum):
+    """What a fault injector can be asked for: each value names one of its methods (a
+    look-alike kind is needed as ``look_alike:<kind>``, see :func:`look_alike_need`)."""
+
+    LET_RUN = "let_run"
+    FINISH = "finish"
+    REQUEUE_UNDERNEATH = "requeue_underneath"
+    PURGE = "purge"
+    REUSE_ID = "reuse_id"
+    REUSE_ID_NEXT = "reuse_id_next"
+    LOSE_IDENTITY_HISTORY = "lose_identity_history"
+    LOSE_NODE = "lose_node"
+    LOSE_NEXT_REPLY = "lose_next_reply"
+    FAIL_BEFORE_EFFECT = "fail_before_effect"
+
+
+class Probe(StrEnum):
+    """What a harness can show a check besides faults."""
+
+    EXECUTIONS = "executions"
+    """:meth:`Harness.executions`: the environment each rank of each execution saw."""
+    HOST_PATHS = "host_paths"
+    """:meth:`Harness.host`: scratch directories and files on the cluster's filesystem."""
+
+
+OPERATIONS: tuple[str, ...] = ("start", "stop", "hold", "release", "requeue")
+"""The writes a reply-losing or failing-before-effect fault can target."""
+
+
+def look_alike_need(kind: LookAlike) -> str:
+    """The need a check declares for a look-alike of ``kind``."""
+    return f"look_alike:{kind.value}"
+
+
+def fault_needs() -> list[str]:
+    """Every fault need a check may declare, in a stable order."""
+    return [f.value for f in Fault] + [look_alike_need(k) for k in LookAlike]
+
+
 class FaultInjector:
     """The faults a harness can cause on its target, each acting on one object, as the
-    scheduler or an administrator would (never through the adapter under test).
+    scheduler, an administrator or another user would (never through the adapter under test).
 
-    Every method here raises :class:`CannotInject` until a harness overrides it; a check that
-    needs a fault the harness lacks is skipped with that reason."""
+    Every method here raises :class:`CannotInject` until a harness overrides it. A harness
+    declares the faults it offers in :meth:`Harness.lacks`; a method may still raise
+    :class:`CannotInject` for an argument it cannot serve (the check is then skipped)."""
 
     def let_run(self, ref: ObjectRef) -> None:
         """The scheduler starts the (queued, eligible) object now, and its execution begins."""
@@ -63,7 +176,7 @@ class FaultInjector:
 
     def reuse_id(self, ref: ObjectRef) -> None:
         """The ended object is purged and its native id is taken by a new object that is not
-        the ref's (another name, or another submission of the same job, as the harness can)."""
+        the ref's (another user's, or another job's, as the harness can)."""
         raise CannotInject("reuse_id")
 
     def reuse_id_next(self, ref: ObjectRef) -> None:
@@ -71,33 +184,121 @@ class FaultInjector:
         hands out, so the next submission (of any job, this one included) takes it."""
         raise CannotInject("reuse_id_next")
 
-    def lose_comments(self) -> None:
-        """From now on, history keeps no comments (Slurm without job_comment)."""
-        raise CannotInject("lose_comments")
+    def lose_identity_history(self) -> None:
+        """From now on, history keeps no identity of the objects that end (Slurm without
+        ``AccountingStoreFlags=job_comment``): an object read from history has its
+        submission and attempt unknown."""
+        raise CannotInject("lose_identity_history")
 
     def lose_node(self, ref: ObjectRef) -> None:
         """The node under the running object is lost."""
         raise CannotInject("lose_node")
 
     def lose_next_reply(self, operation: str) -> None:
-        """The next ``operation`` (start, stop, hold, release, requeue) takes effect but its
-        reply is lost: the adapter sees a timeout."""
+        """The next ``operation`` (one of :data:`OPERATIONS`) takes effect but its reply is
+        lost: the adapter sees a timeout."""
         raise CannotInject(f"lose_next_reply({operation})")
 
-    def inject_named(self, job_id: JobID, name: str, comment: str) -> str:
-        """A job of the adapter's user named ``name`` (e.g. a case variant or a comma name of
-        ``job_id``'s discovery name) carrying ``comment``; returns its native id."""
-        raise CannotInject("inject_named")
+    def fail_before_effect(self, operation: str) -> None:
+        """The next ``operation`` (one of :data:`OPERATIONS`) times out before it took effect:
+        the adapter sees a timeout, and nothing changed on the target."""
+        raise CannotInject(f"fail_before_effect({operation})")
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        """How many forms of ``kind`` this harness's encoding has (every case variant, every
+        refused identity text, ...); ``inject_look_alike`` takes ``variant`` modulo it."""
+        return 1
+
+    def inject_look_alike(
+        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+    ) -> str:
+        """Make one look-alike of ``job_id``'s objects of ``kind``, in form ``variant`` (see
+        :meth:`look_alike_forms`), held or otherwise kept from running where the target
+        allows; a :attr:`LookAlike.COMMA_LIST` lists ``other``'s key with the job's (a fresh
+        job's when None). Returns its native id, as ``ObjectRef.id`` would name it."""
+        raise CannotInject(look_alike_need(kind))
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        """A few words on form ``variant`` of ``kind`` (for failure messages)."""
+        return f"{kind.value} #{variant}"
 
 
-class Harness(ABC):
-    """What an adapter author writes to run the suites against an adapter.
+# -- paths on the cluster ----------------------------------------------------------------------
 
-    One harness value serves a whole run; the suites call :meth:`new_backend` once per check
-    (a stateful check, once per generated program, so that each starts on a clean target) and
-    never share a backend between checks. :meth:`close` is called once at the end."""
+
+class Host:
+    """Paths on the cluster's filesystem, as its jobs see them: where a check's work
+    directories and output files live, and what they hold. The checks never touch the
+    runner's filesystem themselves, so they run on remote clusters too."""
+
+    def scratch_dir(self) -> str:
+        """A fresh, empty directory the jobs can use, removed by :meth:`remove`."""
+        raise CannotInject(Probe.HOST_PATHS.value)
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists."""
+        raise CannotInject(Probe.HOST_PATHS.value)
+
+    def read(self, path: str) -> str | None:
+        """The text of the file at ``path`` (undecodable bytes replaced), or None when there is
+        none."""
+        raise CannotInject(Probe.HOST_PATHS.value)
+
+    def realpath(self, path: str) -> str:
+        """``path`` with every symbolic link resolved."""
+        raise CannotInject(Probe.HOST_PATHS.value)
+
+    def remove(self, path: str) -> None:
+        """Remove the directory tree at ``path`` (a scratch directory)."""
+        raise CannotInject(Probe.HOST_PATHS.value)
+
+
+class LocalHost(Host):
+    """This machine's filesystem: for a target whose jobs run here (a simulator, the memory
+    adapter, a real cluster whose login node this is)."""
+
+    def scratch_dir(self) -> str:
+        return tempfile.mkdtemp(prefix="dispatch-conformance-")
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def read(self, path: str) -> str | None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as file:
+                return file.read()
+        except FileNotFoundError:
+            return None
+
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def remove(self, path: str) -> None:
+        shutil.rmtree(path)
+
+
+# -- the harness ---------------------------------------------------------------------------------
+
+
+B = TypeVar("B", bound=Backend)
+
+
+class Harness(ABC, Generic[B]):
+    """What an adapter author writes to run the suites against an adapter, generic over its
+    backend type ``B`` so that it needs no casts.
+
+    One harness value serves a run. Around each check the runner calls :meth:`begin` once
+    before and :meth:`end` once after it (the Go CDK "called once per test"); within it the
+    suites call :meth:`new_backend` once (a stateful check once per generated program) and
+    never share a backend between checks. :meth:`close` is called once, after the last."""
 
     name: str = "unnamed"
+    identity: IdentityModel
+    """The target's identity model. Every harness declares it (the runner refuses one that
+    does not)."""
+    offers: frozenset[str] = frozenset()
+    """The faults (:class:`Fault` values, ``look_alike:<kind>``) and probes (:class:`Probe`
+    values) this harness provides; :meth:`lacks` answers from it."""
     schedule_within: float = 30.0
     """Seconds (on the harness clock) within which the scheduler starts a queued, eligible
     object when it has room: how long a check watches a held object to see it does not."""
@@ -107,18 +308,34 @@ class Harness(ABC):
     stateful_steps: int | None = None
     """How many steps each generated program takes at most (None: the suite's own number)."""
 
+    def lacks(self, need: str) -> str | None:
+        """Why this harness cannot provide ``need`` (a fault or a probe), or None when it can.
+        Called before any backend is made: it must create nothing on the target (reading the
+        target's configuration is fine). The default answers from :attr:`offers`."""
+        if need in self.offers:
+            return None
+        return f"harness cannot inject {need}"
+
+    def begin(self, check_id: str) -> None:
+        """Called once before the check ``check_id`` runs (after its needs were met)."""
+
+    def end(self, check_id: str) -> None:
+        """Called once after the check ``check_id`` ran and its tracker cleaned up, whatever
+        its outcome: remove what the harness made for it. What it raises is the check's
+        error."""
+
     @abstractmethod
-    def new_backend(self) -> Backend:
+    def new_backend(self) -> B:
         """A fresh backend on a clean target (a new cluster for a simulator), ready to use.
         Called once per check, or once per program of a stateful check."""
 
     @abstractmethod
-    def reopen(self, backend: Backend) -> Backend:
+    def reopen(self, backend: B) -> B:
         """A second adapter instance on the same cluster as ``backend``, as after a process
         restart: it shares nothing with ``backend`` but the scheduler."""
 
     @abstractmethod
-    def clock(self, backend: Backend) -> Clock:
+    def clock(self, backend: B) -> Clock:
         """The clock ``backend``'s cluster runs on; every wait in a check goes through it (a
         virtual clock makes waits free)."""
 
@@ -129,14 +346,37 @@ class Harness(ABC):
         stop ends it, so that a started object stays running as the checks expect."""
         return ("true",)
 
-    def faults(self, backend: Backend) -> FaultInjector:
+    def faults(self, backend: B) -> FaultInjector:
         """The fault injector of ``backend``'s cluster. The default injects nothing."""
         return FaultInjector()
 
-    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
+    def executions(self, backend: B, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
         """For each execution of the object ``ref`` names, in order, the environment each rank
         saw. Raise :class:`CannotInject` ("executions") when the harness cannot see them."""
-        raise CannotInject("executions")
+        raise CannotInject(Probe.EXECUTIONS.value)
 
-    def close(self) -> None:  # noqa: B027  (optional: most harnesses hold nothing)
+    def host(self, backend: B) -> Host:
+        """The filesystem ``backend``'s jobs run on. The default has none (checks that need
+        paths on the cluster are skipped)."""
+        return Host()
+
+    def close(self) -> None:
         """Release what the harness holds (called once, after the last check)."""
+
+
+__all__ = [
+    "OPERATIONS",
+    "CannotInject",
+    "Fault",
+    "FaultInjector",
+    "Harness",
+    "HarnessUnavailable",
+    "Host",
+    "IdentityModel",
+    "LocalHost",
+    "LookAlike",
+    "Lookup",
+    "Probe",
+    "fault_needs",
+    "look_alike_need",
+]
