@@ -80,6 +80,7 @@ from dispatch_core.spi import (
     NativePolicyCompiler,
     OutputReader,
     Preflight,
+    PreflightOptions,
     Requeuer,
 )
 
@@ -122,6 +123,7 @@ __all__ = [
     "PlanOption",
     "Policy",
     "Preflight",
+    "PreflightOptions",
     "Rejected",
     "Requeuer",
     "Rule",

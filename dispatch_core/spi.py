@@ -8,7 +8,8 @@ outcome is uncertain raises :class:`~dispatch_core.errors.OutcomeUnknown`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from dispatch_core.model import (
@@ -118,12 +119,24 @@ class OutputReader(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class PreflightOptions:
+    """How a preflight probes: where on the cluster it may write its probe files, how long
+    each probe may take (seconds of the backend's clock), and where it tells its progress (one
+    line per step). The caller needs to know nothing of the adapter to pass them."""
+
+    probe_dir: str = "/tmp"
+    bound: float = 180.0
+    progress: Callable[[str], None] | None = None
+
+
 @runtime_checkable
 class Preflight(Protocol):
     """Probes that decide capabilities on the live cluster."""
 
-    def preflight(self) -> dict[Capability, Support]:
-        """The probed answers, each with source ``probed`` and a reason."""
+    def preflight(self, options: PreflightOptions | None = None) -> dict[Capability, Support]:
+        """The probed answers, each with source ``probed`` and a reason; bounded by
+        ``options.bound`` per probe, and removing whatever it submitted or wrote."""
         ...
 
 
@@ -134,5 +147,6 @@ __all__ = [
     "NativePolicyCompiler",
     "OutputReader",
     "Preflight",
+    "PreflightOptions",
     "Requeuer",
 ]
