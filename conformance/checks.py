@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
 from ulid import ULID
 
@@ -80,6 +80,16 @@ class Outcome(StrEnum):
     """The harness raised: the check could not judge the adapter."""
 
 
+IDENTITY_FLAGS: Final[Mapping[str, str]] = {
+    "reuses_ids": "no native id reuse (IdentityModel.reuses_ids is false)",
+    "requeue_moves_submit": "no requeue that moves submit (IdentityModel.requeue_moves_submit)",
+    "history_outlives_live": (
+        "no history beyond the live view (IdentityModel.history_outlives_live is false)"
+    ),
+}
+"""The identity-model flags a check may need, and what their absence means."""
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a check needs, declared when it registers: capabilities the adapter must answer
@@ -91,12 +101,25 @@ class Needs:
     interfaces: tuple[type, ...] = ()
     faults: tuple[str, ...] = ()
     probes: tuple[Probe, ...] = ()
+    identity: tuple[str, ...] = ()
+    """:class:`IdentityModel` flags that must be true of the harness's target (e.g.
+    ``reuses_ids``): a check about id reuse does not apply where ids are never reused."""
 
     def __post_init__(self) -> None:
         known = set(fault_needs())
         for fault in self.faults:
             if fault not in known:
                 raise ValueError(f"unknown fault need {fault!r} (known: {', '.join(known)})")
+        for flag in self.identity:
+            if flag not in IDENTITY_FLAGS:
+                raise ValueError(f"unknown identity need {flag!r} (known: {IDENTITY_FLAGS})")
+
+    def unmet_identity(self, model: IdentityModel) -> str | None:
+        """Why ``model`` does not meet the identity needs, or None."""
+        for flag in self.identity:
+            if not getattr(model, flag):
+                return f"the harness's target has {IDENTITY_FLAGS[flag]}"
+        return None
 
     def harness_needs(self) -> list[str]:
         """The needs a harness answers (faults, then probes)."""
@@ -108,6 +131,7 @@ class Needs:
             "interfaces": [i.__name__ for i in self.interfaces],
             "faults": list(self.faults),
             "probes": [p.value for p in self.probes],
+            "identity": list(self.identity),
         }
 
 
@@ -621,6 +645,9 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
             "identity model (set its identity = IdentityModel(...))\n"
             f"  replay: {replay}",
         )
+    unmet = check.needs.unmet_identity(harness.identity)
+    if unmet:
+        return result(Outcome.SKIPPED, unmet)
     try:
         for need in check.needs.harness_needs():
             lacking = guarded.lacks(need)

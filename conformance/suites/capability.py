@@ -11,14 +11,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from conformance.checks import CheckFailed, Context, Skip, Tier, check
-from conformance.harness import CannotInject
+from conformance.checks import CheckFailed, Context, Needs, Skip, Tier, check
+from conformance.harness import CannotInject, Fault, Probe
 from dispatch_core import (
     IMAGE,
     OUTPUT,
@@ -674,38 +671,39 @@ def executions_of(ctx: Context, spec: JobSpec, what: str) -> tuple[ObjectRef, li
     return ref, ctx.wait_until(first, f"the first execution of {what}", 120.0)
 
 
-def scratch_dir() -> str:
-    """A fresh directory on this machine, removed by the caller."""
-    return tempfile.mkdtemp(prefix="dispatch-conformance-")
-
-
-@check("CAP-013", clause=f"{BEHAVIOUR_CLAUSE}: WorkingDirectory, JobSpec.WorkDir is honoured")
+@check(
+    "CAP-013",
+    clause=f"{BEHAVIOUR_CLAUSE}: WorkingDirectory, JobSpec.WorkDir is honoured",
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS, Probe.HOST_PATHS)),
+)
 def working_directory_honoured(ctx: Context) -> None:
     """A declared WorkingDirectory yes is honoured: every rank runs in work_dir."""
-    work_dir = scratch_dir()
-    try:
-        spec = ctx.spec(work_dir=work_dir)
-        declared_yes(ctx, spec, Capability.WORKING_DIRECTORY)
-        _ref, ranks = executions_of(ctx, spec, f"a job with work_dir={work_dir!r}")
-        seen = [env.get("PWD") for env in ranks]
-        if all(pwd is None for pwd in seen):
-            raise CannotInject("executions' working directory (no rank's environment has PWD)")
-        wanted = os.path.realpath(work_dir)
-        wrong = [
-            (rank, pwd)
-            for rank, pwd in enumerate(seen)
-            if pwd is not None and os.path.realpath(pwd) != wanted
-        ]
-        ctx.expect(
-            not wrong,
-            f"declares WorkingDirectory yes, but ranks ran in "
-            f"{', '.join(f'rank {r}: {p!r}' for r, p in wrong)}, not work_dir {work_dir!r}",
-        )
-    finally:
-        shutil.rmtree(work_dir, ignore_errors=True)
+    work_dir = ctx.scratch_dir()
+    spec = ctx.spec(work_dir=work_dir)
+    declared_yes(ctx, spec, Capability.WORKING_DIRECTORY)
+    _ref, ranks = executions_of(ctx, spec, f"a job with work_dir={work_dir!r}")
+    seen = [env.get("PWD") for env in ranks]
+    if all(pwd is None for pwd in seen):
+        raise CannotInject("executions' working directory (no rank's environment has PWD)")
+    host = ctx.host
+    wanted = host.realpath(work_dir)
+    wrong = [
+        (rank, pwd)
+        for rank, pwd in enumerate(seen)
+        if pwd is not None and host.realpath(pwd) != wanted
+    ]
+    ctx.expect(
+        not wrong,
+        f"declares WorkingDirectory yes, but ranks ran in "
+        f"{', '.join(f'rank {r}: {p!r}' for r, p in wrong)}, not work_dir {work_dir!r}",
+    )
 
 
-@check("CAP-014", clause=f"{BEHAVIOUR_CLAUSE}: ProcsPerNode, JobSpec.ProcsPerNode is honoured")
+@check(
+    "CAP-014",
+    clause=f"{BEHAVIOUR_CLAUSE}: ProcsPerNode, JobSpec.ProcsPerNode is honoured",
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+)
 def procs_per_node_honoured(ctx: Context) -> None:
     """A declared ProcsPerNode yes is honoured: N nodes of P procs per node run N*P ranks."""
     nodes, per_node = 2, 2
@@ -719,64 +717,56 @@ def procs_per_node_honoured(ctx: Context) -> None:
     )
 
 
-@check("CAP-015", clause=f"{BEHAVIOUR_CLAUSE}: OutputPath, the dispatch.Output extension")
+@check(
+    "CAP-015",
+    clause=f"{BEHAVIOUR_CLAUSE}: OutputPath, the dispatch.Output extension",
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.HOST_PATHS,)),
+)
 def output_path_honoured(ctx: Context) -> None:
     """A declared OutputPath yes is honoured: the output lands at the dispatch.Output path."""
-    directory = scratch_dir()
-    try:
-        path = os.path.join(directory, "output.txt")
-        marker = f"dispatch-conformance-{ctx.job_id()}"
-        spec = ctx.spec(command=("echo", marker), extensions={OUTPUT: path})
-        declared_yes(ctx, spec, Capability.OUTPUT_PATH)
-        backend = ctx.backend
-        if not isinstance(backend, OutputReader):
-            raise Skip(
-                "the adapter is not an OutputReader: the suite cannot read where a job's "
-                "output went"
-            )
-        ref = ctx.start(ctx.plan(spec))
-        ctx.faults.let_run(ref)
-        with contextlib.suppress(CannotInject):  # else the harness runs it to its end itself
-            ctx.faults.finish(ref, 0)
-
-        def landed() -> bool:
-            return os.path.exists(path) and marker in _text(path)
-
-        def read_back() -> str:
-            try:
-                return backend.read_output(ref).decode("utf-8", "replace")
-            except (NotFound, Unsupported):
-                return ""
-
-        def appeared() -> bool | None:
-            return landed() or marker in read_back() or None
-
-        try:
-            ctx.wait_until(appeared, "the job's output", 60.0)
-        except CheckFailed:
-            raise Skip(
-                f"no output appeared at {path!r} nor through read_output: the harness does not "
-                "run job commands, so where output lands cannot be seen"
-            ) from None
-        if landed():
-            return
-        ctx.fail(
-            f"declares OutputPath yes, but the output ({marker!r}) was readable through "
-            f"read_output while nothing of it landed at the dispatch.Output path {path!r}"
+    path = ctx.scratch_dir().rstrip("/") + "/output.txt"
+    marker = f"dispatch-conformance-{ctx.job_id()}"
+    spec = ctx.spec(command=("echo", marker), extensions={OUTPUT: path})
+    declared_yes(ctx, spec, Capability.OUTPUT_PATH)
+    backend = ctx.backend
+    if not isinstance(backend, OutputReader):
+        raise Skip(
+            "the adapter is not an OutputReader: the suite cannot read where a job's output went"
         )
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)
+    ref = ctx.start(ctx.plan(spec))
+    ctx.faults.let_run(ref)
+    with contextlib.suppress(CannotInject):  # else the harness runs it to its end itself
+        ctx.faults.finish(ref, 0)
+    host = ctx.host
 
+    def landed() -> bool:
+        return marker in (host.read(path) or "")
 
-def _text(path: str) -> str:
+    def read_back() -> str:
+        try:
+            return backend.read_output(ref).decode("utf-8", "replace")
+        except (NotFound, Unsupported):
+            return ""
+
+    def appeared() -> bool | None:
+        return landed() or marker in read_back() or None
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except OSError:
-        return ""
+        ctx.wait_until(appeared, "the job's output", 60.0)
+    except CheckFailed:
+        raise Skip(
+            f"no output appeared at {path!r} nor through read_output: the harness does not "
+            "run job commands, so where output lands cannot be seen"
+        ) from None
+    if landed():
+        return
+    ctx.fail(
+        f"declares OutputPath yes, but the output ({marker!r}) was readable through "
+        f"read_output while nothing of it landed at the dispatch.Output path {path!r}"
+    )
 
 
-def pending(ctx: Context, ref: ObjectRef) -> Observation:
+def still_pending(ctx: Context, ref: ObjectRef) -> Observation:
     """``open(ref)`` of a freshly started object, which must still be pending to be held."""
     seen = ctx.backend.open(ref)
     if seen.state not in (State.QUEUED, State.HELD):
@@ -788,16 +778,19 @@ def releasing(holder: Holder, ref: ObjectRef, number: int) -> Callable[[], None]
     return lambda: holder.release(ref, number)
 
 
-@check("CAP-016", clause=f"{BEHAVIOUR_CLAUSE}: Hold, as Holder requires")
+@check(
+    "CAP-016",
+    clause=f"{BEHAVIOUR_CLAUSE}: Hold, as Holder requires",
+    needs=Needs(capabilities=(Capability.HOLD,)),
+)
 def holds_work(ctx: Context) -> None:
     """A declared Hold yes is honoured: numbered, survives a reopen, refuses other numbers."""
-    ctx.require(Capability.HOLD)
     backend = ctx.backend
     if not isinstance(backend, Holder):
         ctx.fail("declares Hold yes, but does not implement Holder (hold, release)")
         return
     ref = ctx.start()
-    pending(ctx, ref)
+    still_pending(ctx, ref)
     number = backend.hold(ref)
     ctx.expect(
         isinstance(number, int) and not isinstance(number, bool) and number > 0,

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.checks import CheckFailed, Context, Skip, check
-from conformance.harness import CannotInject
-from conformance.suites.identity import (
+from conformance.checks import CheckFailed, Context, Needs, Skip, check
+from conformance.harness import CannotInject, Fault
+from conformance.steps import (
     as_holder,
     back_in_queue,
     call,
@@ -127,7 +127,11 @@ def expect_conflict(ctx: Context, holder: Holder, ref: ObjectRef, number: int, w
     )
 
 
-@check("HOLD-001", clause=f"{SEED_000_HOLD}: place and release a numbered hold")
+@check(
+    "HOLD-001",
+    clause=f"{SEED_000_HOLD}: place and release a numbered hold",
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.LET_RUN,)),
+)
 def placed_and_released(ctx: Context) -> None:
     """A numbered hold keeps the object from running until it is released; then it can run."""
     holder = holder_of(ctx)
@@ -154,7 +158,11 @@ def placed_and_released(ctx: Context) -> None:
     run(ctx, ref)
 
 
-@check("HOLD-002", clause=f"{SEED_000_HOLD}: a hold survives Open")
+@check(
+    "HOLD-002",
+    clause=f"{SEED_000_HOLD}: a hold survives Open",
+    needs=Needs(capabilities=(Capability.HOLD,)),
+)
 def survives_reopen(ctx: Context) -> None:
     """A hold survives reopen: a new adapter instance sees it by number and can release it."""
     holder = holder_of(ctx)
@@ -195,7 +203,11 @@ def survives_reopen(ctx: Context) -> None:
     )
 
 
-@check("HOLD-003", clause=f"{SEED_000_HOLD}: refuses a release naming another instance")
+@check(
+    "HOLD-003",
+    clause=f"{SEED_000_HOLD}: refuses a release naming another instance",
+    needs=Needs(capabilities=(Capability.HOLD,)),
+)
 def another_number(ctx: Context) -> None:
     """A release naming another hold number is refused with Conflict, and the hold stays."""
     holder = holder_of(ctx)
@@ -206,7 +218,11 @@ def another_number(ctx: Context) -> None:
     call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
 
 
-@check("HOLD-004", clause=f"{SEED_001}, What else rides on Submit: a hold before a requeue")
+@check(
+    "HOLD-004",
+    clause=f"{SEED_001}, What else rides on Submit: a hold before a requeue",
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.LET_RUN,)),
+)
 def hold_before_requeue(ctx: Context) -> None:
     """A hold number placed before a requeue is refused with Conflict after it; new holds differ."""
     holder = holder_of(ctx)
@@ -227,7 +243,13 @@ def hold_before_requeue(ctx: Context) -> None:
     call(ctx, f"release({ref.id}, {later})", lambda: holder.release(ref, later))
 
 
-@check("HOLD-005", clause=f"{SEED_001}, What else rides on Submit: a hold on a reused id")
+@check(
+    "HOLD-005",
+    clause=f"{SEED_001}, What else rides on Submit: a hold on a reused id",
+    needs=Needs(
+        capabilities=(Capability.HOLD,), faults=(Fault.REUSE_ID_NEXT,), identity=("reuses_ids",)
+    ),
+)
 def hold_on_reused_id(ctx: Context) -> None:
     """hold and release through a ref whose id was reused raise NotFound: identity fails first."""
     holder = holder_of(ctx)
@@ -303,7 +325,11 @@ def hold_not_pending(ctx: Context, holder: Holder, ref: ObjectRef, what: str) ->
     )
 
 
-@check("HOLD-006", clause=f"{DESIGN_HOLDS}: only a pending job can be held")
+@check(
+    "HOLD-006",
+    clause=f"{DESIGN_HOLDS}: only a pending job can be held",
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.LET_RUN,)),
+)
 def not_pending(ctx: Context) -> None:
     """Holding a running or ended object is Rejected, or is a hold that reads back; nothing else."""
     holder = holder_of(ctx)
@@ -315,7 +341,11 @@ def not_pending(ctx: Context) -> None:
     hold_not_pending(ctx, holder, ended, "ended")
 
 
-@check("HOLD-007", clause=f"{DESIGN_HOLDS}: release refuses with Conflict a job carrying none")
+@check(
+    "HOLD-007",
+    clause=f"{DESIGN_HOLDS}: release refuses with Conflict a job carrying none",
+    needs=Needs(capabilities=(Capability.HOLD,)),
+)
 def second_release(ctx: Context) -> None:
     """A second release of the same hold is refused with Conflict."""
     holder = holder_of(ctx)

@@ -1,262 +1,53 @@
 """Identity (``IDENT-``): the adapter never acts on a scheduler object that is not the ref's
 (seed 001), and every execution runs under its own identity (seed 000, DESIGN §4).
 
-The steps the checks share (an adapter call that fails the check naming itself, letting an
-object run, requeueing it, the writes through a stale ref) are here too; the hold suite uses
-them."""
+The checks read the harness's :class:`~conformance.harness.IdentityModel` (how ``find`` looks
+objects up, whether ids are reused, whether a requeue moves ``submit``) and state their faults
+as intents (:class:`~conformance.harness.LookAlike`), which each harness encodes for its
+scheduler."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import suppress
 from itertools import pairwise
-from typing import TypeVar
 
-from conformance.checks import CheckFailed, Context, Skip, Tier, check
-from conformance.harness import CannotInject
+from conformance.checks import CheckFailed, Context, Needs, Skip, Tier, check
+from conformance.harness import CannotInject, Fault, LookAlike, Lookup, Probe, look_alike_need
+from conformance.steps import (
+    as_holder,
+    back_in_queue,
+    call,
+    end_and_reuse_next,
+    expect_ended,
+    found,
+    long_spec,
+    look,
+    occupied,
+    ref_text,
+    requeue,
+    requeue_somehow,
+    run,
+    stop,
+    visible,
+    writes_act_on_nothing,
+)
 from dispatch_core import (
     Capability,
     DispatchError,
     EncodingError,
     ExecutionIdentity,
-    Holder,
     JobID,
     JobSpec,
-    NotFound,
     ObjectRef,
-    Observation,
     OutcomeUnknown,
-    Rejected,
     Requeuer,
     State,
     Tristate,
     parse_execution_env,
-    slurm_comment,
 )
 from dispatch_core.clock import pause
 
 SEED_000 = "seed 000"
 SEED_001 = "seed 001"
-
-T = TypeVar("T")
-
-UNPARSABLE_COMMENTS = (
-    "dispatch:s=01;a=1",
-    "dispatch:s=1;a=1;x=2",
-    "dispatch:s=1",
-    "s=1;a=1",
-)
-"""Comments a strict parser refuses: a leading zero, an extra field, a missing one, no prefix."""
-
-REUSE_GAP = 2.0
-"""Seconds between ending an object and handing its id to the next one: a purge takes time on
-every scheduler, so the reusing object's submit time (whole seconds) is never the old one's."""
-
-Snapshot = str
-
-
-# -- steps the identity and hold suites share -----------------------------------------------------
-
-
-def call(ctx: Context, what: str, action: Callable[[], T]) -> T:
-    """Run one adapter call; a DispatchError fails the check, naming the call that raised it."""
-    try:
-        return action()
-    except DispatchError as error:
-        raise CheckFailed(f"{what} raised {type(error).__name__} ({error})") from None
-
-
-def long_spec(ctx: Context, **fields: object) -> JobSpec:
-    """The check's spec for an object that must stay running once started: the harness's job
-    command, which runs until a fault (``finish``) or a stop ends it."""
-    return ctx.spec(**fields)
-
-
-def look(ctx: Context, ref: ObjectRef, when: str) -> Observation:
-    """``open(ref)``, failing the check (naming ``when``) if the adapter raises."""
-    return call(ctx, f"open({ref.id}) {when}", lambda: ctx.backend.open(ref))
-
-
-def stop(ctx: Context, ref: ObjectRef, when: str = "") -> None:
-    """``stop(ref)``, failing the check (naming ``when``) if the adapter raises."""
-    call(ctx, f"stop({ref.id}) {when}".rstrip(), lambda: ctx.backend.stop(ref))
-
-
-def snapshot(seen: Observation) -> Snapshot:
-    """What a write on the object would change: its state, restart count and hold."""
-    restarts = "unknown" if seen.restart_count is None else seen.restart_count
-    return f"{seen.state}, restart count {restarts}, hold {seen.hold or 'none'}"
-
-
-def show(ref: ObjectRef) -> str:
-    """A ref as a failure message shows it."""
-    return f"{ref.id} (uid {ref.uid}, submit {ref.submit.isoformat()}, cluster {ref.backend})"
-
-
-def run(ctx: Context, ref: ObjectRef) -> Observation:
-    """Let the queued object run (the harness's ``let_run``) and see it running through open;
-    an object the scheduler has started by itself is left as it is."""
-    seen = look(ctx, ref, "before the scheduler starts it")
-    if seen.state is State.RUNNING:
-        return seen
-    ctx.faults.let_run(ref)
-
-    def running() -> Observation | None:
-        seen = look(ctx, ref, "after the scheduler started it")
-        return seen if seen.state is State.RUNNING else None
-
-    return ctx.wait_until(running, f"open({ref.id}) showing the started object running", 60.0)
-
-
-def pending(ctx: Context, ref: ObjectRef) -> bool:
-    seen = look(ctx, ref, "to see whether it is pending")
-    return seen.state is State.QUEUED
-
-
-def as_holder(ctx: Context) -> Holder | None:
-    backend = ctx.backend
-    return backend if isinstance(backend, Holder) else None
-
-
-def as_requeuer(ctx: Context) -> Requeuer | None:
-    backend = ctx.backend
-    return backend if isinstance(backend, Requeuer) else None
-
-
-def requeue(ctx: Context, ref: ObjectRef, how: str) -> None:
-    """Requeue the started object through the adapter (``adapter``) or underneath it
-    (``underneath``: the harness's fault)."""
-    if how == "underneath":
-        ctx.faults.requeue_underneath(ref)
-        return
-    requeuer = as_requeuer(ctx)
-    if requeuer is None:
-        raise Skip("adapter implements no Requeuer: it has no requeue of its own")
-    call(ctx, f"requeue({ref.id}) of the running object", lambda: requeuer.requeue(ref))
-
-
-def requeue_somehow(ctx: Context, ref: ObjectRef) -> None:
-    """Requeue underneath when the harness can, else through the adapter (when it can't
-    either, the harness's CannotInject stands)."""
-    try:
-        requeue(ctx, ref, "underneath")
-    except CannotInject:
-        if as_requeuer(ctx) is None:
-            raise
-        requeue(ctx, ref, "adapter")
-
-
-def back_in_queue(ctx: Context, ref: ObjectRef) -> Observation:
-    """Wait until open shows the requeued object back in the queue (a scheduler may take a
-    while: Slurm passes through COMPLETING first), or already under a later submit time."""
-
-    def queued() -> Observation | None:
-        seen = look(ctx, ref, "through the started ref after the requeue")
-        back = seen.state in (State.QUEUED, State.HELD) or seen.ref.submit > ref.submit
-        return seen if back else None
-
-    return ctx.wait_until(queued, f"open({ref.id}) showing the requeued object queued", 300.0)
-
-
-def named_by_job(ref: ObjectRef) -> bool:
-    """Whether the scheduler identifies the object by the job's name (Slurm: its uid is the
-    ``dj-`` name); otherwise the uid is one the scheduler never reuses (Kubernetes)."""
-    return ref.uid.lower().startswith(JobID.DISCOVERY_PREFIX)
-
-
-def expect_ended(ctx: Context, ref: ObjectRef, when: str) -> None:
-    """``open(ref)`` shows an ended state, or raises NotFound once the object is gone."""
-    try:
-        seen = ctx.backend.open(ref)
-    except NotFound:
-        return
-    except DispatchError as error:
-        ctx.fail(f"open({ref.id}) {when} raised {type(error).__name__} ({error})")
-        return
-    ctx.expect(seen.state.ended, f"open({ref.id}) {when} showed it {seen.state}, not ended")
-
-
-def found(ctx: Context, job: JobID, when: str) -> dict[str, Observation]:
-    """``find(job)``, keyed by native id."""
-    return {o.ref.id: o for o in call(ctx, f"find({job}) {when}", lambda: ctx.backend.find(job))}
-
-
-def end_and_reuse_next(ctx: Context, ref: ObjectRef) -> None:
-    """End the object, have its id handed to the next object the scheduler makes, and let
-    time pass as a purge would."""
-    stop(ctx, ref)
-    expect_ended(ctx, ref, "after stop")
-    ctx.faults.reuse_id_next(ref)
-    pause(ctx.clock, REUSE_GAP)
-
-
-def occupied(ctx: Context, stale: ObjectRef, occupant: ObjectRef, how: str) -> None:
-    """The occupant must hold the stale ref's id under another identity, or the harness did
-    not reuse the id (the check is then skipped with that reason)."""
-    if occupant.id != stale.id:
-        raise CannotInject(f"{how} (the next object took id {occupant.id}, not {stale.id})")
-    if occupant.uid == stale.uid and occupant.submit == stale.submit:
-        raise CannotInject(f"{how} (the occupant of {stale.id} has the old uid and submit time)")
-
-
-def writes_act_on_nothing(ctx: Context, stale: ObjectRef, occupant: ObjectRef | None) -> None:
-    """Every write through ``stale``, whose id another object now holds, acts on nothing:
-    open, hold, release and requeue raise NotFound and stop succeeds; the occupant, when its
-    ref is known, is left exactly as it was."""
-    backend = ctx.backend
-
-    def now(when: str) -> Snapshot | None:
-        return None if occupant is None else snapshot(look(ctx, occupant, when))
-
-    def untouched(before: Snapshot | None, write: str) -> None:
-        after = now(f"after {write} through the stale ref")
-        ctx.expect(
-            before == after,
-            f"{write} through the stale ref {stale.id} changed the object that now holds that "
-            f"id from {before} to {after}",
-        )
-
-    ctx.expect_raises(NotFound, lambda: backend.open(stale), f"open({stale.id}) of the stale ref")
-    holder = as_holder(ctx)
-    if holder is not None:
-        before = now("before the stale hold")
-        ctx.expect_raises(
-            NotFound, lambda: holder.hold(stale), f"hold({stale.id}) of the stale ref"
-        )
-        untouched(before, "hold")
-        number, held = 1, False
-        declared = ctx.declared(Capability.HOLD) is Tristate.YES
-        if occupant is not None and declared and pending(ctx, occupant):
-            # The hardest case: the occupant carries the very hold number the stale ref names.
-            with suppress(Rejected):  # unless the scheduler has started it meanwhile
-                number = holder.hold(occupant)
-                held = True
-        before = now("before the stale release")
-        ctx.expect_raises(
-            NotFound,
-            lambda: holder.release(stale, number),
-            f"release({stale.id}, {number}) of the stale ref",
-        )
-        untouched(before, "release")
-        if held and occupant is not None:
-            call(
-                ctx,
-                f"release({occupant.id}, {number}) of the occupant",
-                lambda: holder.release(occupant, number),
-            )
-    if occupant is not None:
-        with suppress(CannotInject):  # a running occupant is what a stray requeue or stop hits
-            run(ctx, occupant)
-    requeuer = as_requeuer(ctx)
-    if requeuer is not None:
-        before = now("before the stale requeue")
-        ctx.expect_raises(
-            NotFound, lambda: requeuer.requeue(stale), f"requeue({stale.id}) of the stale ref"
-        )
-        untouched(before, "requeue")
-    before = now("before the stale stop")
-    call(ctx, f"stop({stale.id}) of the stale ref", lambda: backend.stop(stale))
-    untouched(before, "stop")
 
 
 # -- the name and find ----------------------------------------------------------------------------
@@ -272,7 +63,7 @@ def discovery_name(ctx: Context) -> None:
         ref.backend == ctx.backend.name,
         f"start made a ref of cluster {ref.backend!r}, not {ctx.backend.name!r}",
     )
-    if named_by_job(ref):
+    if ctx.identity.lookup is Lookup.NAME:
         ctx.expect(
             ref.uid == name, f"start made a ref with uid {ref.uid!r}, not the job's name {name!r}"
         )
@@ -283,7 +74,8 @@ def discovery_name(ctx: Context) -> None:
     )
     mine = seen[ref.id]
     ctx.expect(
-        mine.ref == ref, f"find returned the object as {show(mine.ref)}; start made {show(ref)}"
+        mine.ref == ref,
+        f"find returned the object as {ref_text(mine.ref)}; start made {ref_text(ref)}",
     )
     ctx.expect(not mine.foreign, "find reported the job's own started object as foreign")
     ctx.expect(
@@ -299,92 +91,119 @@ def discovery_name(ctx: Context) -> None:
     )
 
 
-def look_alikes_are_not_the_job(ctx: Context, variants: Callable[[str], list[str]]) -> None:
-    """Objects named like the job (``variants`` of its name), carrying a valid comment, are
-    neither found as the job's nor taken by start as an earlier submission."""
+def injected(
+    ctx: Context, job: JobID, kind: LookAlike, other: JobID | None = None
+) -> dict[str, str]:
+    """Every form of look-alike ``kind`` the harness makes of ``job``'s objects: native id to
+    a description of the form."""
+    faults = ctx.faults
+    made: dict[str, str] = {}
+    for variant in range(faults.look_alike_forms(kind)):
+        native = faults.inject_look_alike(job, kind, variant, other=other)
+        made[native] = faults.describe_look_alike(kind, variant)
+    return made
+
+
+def look_alikes_are_not_the_job(ctx: Context, kind: LookAlike, other: JobID | None = None) -> None:
+    """Objects that look like the job's (every form of ``kind``), carrying a valid identity,
+    are neither found as the job's nor taken by start as an earlier submission."""
     plan = ctx.plan()
     job = plan.job
-    comment = slurm_comment(1, 1)
-    injected = {
-        ctx.faults.inject_named(job, name, comment): name for name in variants(job.discovery_name())
-    }
+    made = injected(ctx, job, kind, other)
     ref = ctx.start(plan, submission=1, attempt=1)
     ctx.expect(
-        ref.id not in injected,
-        f"start returned {ref.id}, the object named {injected.get(ref.id)!r}, as the job's "
+        ref.id not in made,
+        f"start returned {ref.id}, the look-alike {made.get(ref.id)!r}, as the job's "
         "submission 1 instead of submitting it",
     )
-    seen = found(ctx, job, "with look-alike names present")
-    taken = sorted(injected[i] for i in seen if i in injected)
-    ctx.expect(not taken, f"find reported the objects named {taken} as the job's")
+    seen = found(ctx, job, f"with look-alikes ({kind.value}) present")
+    taken = sorted(made[i] for i in seen if i in made)
+    ctx.expect(not taken, f"find reported the look-alikes {taken} as the job's")
     ctx.expect(ref.id in seen, f"find did not return the job's own object {ref.id}")
 
 
-@check("IDENT-002", clause=f"{SEED_001}, The name: squeue matches names without regard to case")
+@check(
+    "IDENT-002",
+    clause=f"{SEED_001}, The name: squeue matches names without regard to case",
+    needs=Needs(faults=(look_alike_need(LookAlike.CASE_VARIANT),)),
+)
 def case_variants(ctx: Context) -> None:
-    """find matches the name exactly: objects named with a case variant of it are not the job's."""
-    look_alikes_are_not_the_job(
-        ctx, lambda name: [name.lower(), "DJ-" + name[3:], "dj-" + name[3:].lower()]
-    )
-
-
-@check("IDENT-003", clause=f"{SEED_001}, The name: squeue splits a list of names on commas")
-def comma_names(ctx: Context) -> None:
-    """find matches the name exactly: objects whose name lists it with commas are not the job's."""
-    other = ctx.job_id().discovery_name()
-    look_alikes_are_not_the_job(
-        ctx, lambda name: [f"{name},{other}", f"{other},{name}", f"{name},"]
-    )
+    """find matches exactly: objects keyed by a case variant of the job's key are not the job's."""
+    look_alikes_are_not_the_job(ctx, LookAlike.CASE_VARIANT)
 
 
 @check(
-    "IDENT-004", clause=f"{SEED_001}, The comment: a name whose comment does not parse is foreign"
+    "IDENT-003",
+    clause=f"{SEED_001}, The name: squeue splits a list of names on commas",
+    needs=Needs(faults=(look_alike_need(LookAlike.COMMA_LIST),)),
 )
-def unparsable_comment_is_foreign(ctx: Context) -> None:
-    """An object with the job's name and an unparsable comment is foreign: reported, never used."""
+def comma_names(ctx: Context) -> None:
+    """find matches exactly: objects whose key lists the job's with commas are not the job's."""
+    look_alikes_are_not_the_job(ctx, LookAlike.COMMA_LIST, other=ctx.job_id())
+
+
+def foreign_look_alikes(ctx: Context, kind: LookAlike) -> None:
+    """Objects with the job's exact key and an identity that does not parse (every form of
+    ``kind``) are foreign: reported by find, never taken by start, untouched by a stop."""
     plan = ctx.plan(long_spec(ctx))
     job = plan.job
-    name = job.discovery_name()
-    foreign = {ctx.faults.inject_named(job, name, c): c for c in UNPARSABLE_COMMENTS}
+    foreign = injected(ctx, job, kind)
     ref = ctx.start(plan, submission=1, attempt=1)
     ctx.expect(
         ref.id not in foreign,
-        f"start returned {ref.id}, the object commented {foreign.get(ref.id)!r}, as the job's "
+        f"start returned {ref.id}, the object {foreign.get(ref.id)!r}, as the job's "
         "submission 1 instead of submitting it",
     )
     seen = found(ctx, job, "with foreign objects present")
-    for native_id, comment in foreign.items():
-        ctx.expect(native_id in seen, f"find dropped the object {native_id} commented {comment!r}")
+    for native_id, form in foreign.items():
+        ctx.expect(native_id in seen, f"find dropped the object {native_id} ({form})")
         shown = seen[native_id]
         ctx.expect(
             shown.foreign,
-            f"find reported the object commented {comment!r} as the job's (submission "
+            f"find reported the object {native_id} ({form}) as the job's (submission "
             f"{shown.submission}, attempt {shown.attempt}), not foreign",
         )
         ctx.expect(
             (shown.submission, shown.attempt) == (None, None),
             f"find guessed submission {shown.submission} and attempt {shown.attempt} from the "
-            f"unparsable comment {comment!r}",
+            f"object {native_id} ({form})",
         )
     ctx.expect(ref.id in seen and not seen[ref.id].foreign, f"find lost the job's own {ref.id}")
-    before = {i: snapshot(seen[i]) for i in foreign}
+    before = {i: visible(seen[i]) for i in foreign}
     call(ctx, f"stop({ref.id}) of the job's own object", lambda: ctx.backend.stop(ref))
     after = found(ctx, job, "after stopping the job's own object")
-    for native_id, comment in foreign.items():
-        now = snapshot(after[native_id]) if native_id in after else None
+    for native_id, form in foreign.items():
+        now = visible(after[native_id]) if native_id in after else None
         ctx.expect(
             now == before[native_id],
-            f"stopping the job's own object changed the foreign object commented {comment!r} "
+            f"stopping the job's own object changed the foreign object {native_id} ({form}) "
             f"from {before[native_id]} to {now}",
         )
 
 
-@check("IDENT-005", clause=f"{SEED_001}, The comment: a comment lost from accounting is unknown")
+@check(
+    "IDENT-004",
+    clause=f"{SEED_001}, The comment: a name whose comment does not parse is foreign",
+    needs=Needs(faults=(look_alike_need(LookAlike.UNPARSABLE_IDENTITY),)),
+)
+def unparsable_comment_is_foreign(ctx: Context) -> None:
+    """An object with the job's key and an unparsable identity is foreign: reported, never used."""
+    foreign_look_alikes(ctx, LookAlike.UNPARSABLE_IDENTITY)
+
+
+@check(
+    "IDENT-005",
+    clause=f"{SEED_001}, The comment: a comment lost from accounting is unknown",
+    needs=Needs(
+        faults=(Fault.LOSE_IDENTITY_HISTORY, Fault.LET_RUN, Fault.FINISH, Fault.PURGE),
+        identity=("history_outlives_live",),
+    ),
+)
 def lost_comment_is_unknown(ctx: Context) -> None:
-    """An ended object whose comment history lost has its submission unknown; it is not foreign."""
+    """An ended object whose identity history lost has its submission unknown; it is not foreign."""
     plan = ctx.plan()
     ref = ctx.start(plan, submission=1, attempt=1)
-    ctx.faults.lose_comments()
+    ctx.faults.lose_identity_history()
     run(ctx, ref)
     ctx.faults.finish(ref, 0)
     ctx.faults.purge(ref)
@@ -398,12 +217,32 @@ def lost_comment_is_unknown(ctx: Context) -> None:
             )
         ctx.fail(f"find dropped the purged object {ref.id} though AccountingHistory is yes")
     shown = seen[ref.id]
-    ctx.expect(not shown.foreign, "find reported the object whose comment history lost as foreign")
+    ctx.expect(not shown.foreign, "find reported the object whose identity history lost as foreign")
     ctx.expect(
         (shown.submission, shown.attempt) == (None, None),
         f"find reported submission {shown.submission} and attempt {shown.attempt} for an object "
-        "whose comment history did not keep: they are unknown",
+        "whose identity history did not keep: they are unknown",
     )
+
+
+@check(
+    "IDENT-017",
+    clause=f"{SEED_001}, The comment: a name whose comment does not parse is foreign",
+    needs=Needs(faults=(look_alike_need(LookAlike.NO_IDENTITY),)),
+)
+def no_identity_is_foreign(ctx: Context) -> None:
+    """A live object with the job's key and no identity at all is foreign: reported, never used."""
+    foreign_look_alikes(ctx, LookAlike.NO_IDENTITY)
+
+
+@check(
+    "IDENT-018",
+    clause=f"{SEED_001}, Find sees only your own jobs",
+    needs=Needs(faults=(look_alike_need(LookAlike.OTHER_USER),)),
+)
+def other_users_objects_are_not_found(ctx: Context) -> None:
+    """find sees only the user's own objects: another user's with the job's key is not found."""
+    look_alikes_are_not_the_job(ctx, LookAlike.OTHER_USER)
 
 
 # -- start ----------------------------------------------------------------------------------------
@@ -420,19 +259,22 @@ def start_is_idempotent(ctx: Context) -> None:
     first = ctx.start(plan, submission=1, attempt=1)
     again = call(ctx, "a second start of submission 1", lambda: ctx.backend.start(plan, 1, 1))
     ctx.expect(
-        again == first, f"a second start of submission 1 made {show(again)}, not {show(first)}"
+        again == first,
+        f"a second start of submission 1 made {ref_text(again)}, not {ref_text(first)}",
     )
     reopened = ctx.reopen()
     after = call(ctx, "start of submission 1 after reopen", lambda: reopened.start(plan, 1, 1))
     ctx.expect(
         after == first,
-        f"start of submission 1 by a reopened adapter made {show(after)}, not {show(first)}",
+        f"start of submission 1 by a reopened adapter made {ref_text(after)}, "
+        f"not {ref_text(first)}",
     )
     second = ctx.start(plan, submission=2, attempt=1)
     ctx.expect(second.id != first.id, f"start of submission 2 returned submission 1's {first.id}")
     repeat = call(ctx, "a second start of submission 2", lambda: ctx.backend.start(plan, 2, 1))
     ctx.expect(
-        repeat == second, f"a second start of submission 2 made {show(repeat)}, not {show(second)}"
+        repeat == second,
+        f"a second start of submission 2 made {ref_text(repeat)}, not {ref_text(second)}",
     )
     seen = found(ctx, plan.job, "after starting submissions 1 and 2 twice each")
     ctx.expect(
@@ -442,7 +284,11 @@ def start_is_idempotent(ctx: Context) -> None:
     )
 
 
-@check("IDENT-007", clause="DESIGN §5, a reply lost after the command took effect")
+@check(
+    "IDENT-007",
+    clause="DESIGN §5, a reply lost after the command took effect",
+    needs=Needs(faults=(Fault.LOSE_NEXT_REPLY,)),
+)
 def lost_start_reply(ctx: Context) -> None:
     """A start whose reply was lost, started again, leaves one object for that submission."""
     plan = ctx.plan()
@@ -459,7 +305,8 @@ def lost_start_reply(ctx: Context) -> None:
     ref = call(ctx, "start again after the lost reply", lambda: ctx.start(plan, 1, 1))
     if lost is not None:
         ctx.expect(
-            ref == lost, f"start again made {show(ref)} after the first returned {show(lost)}"
+            ref == lost,
+            f"start again made {ref_text(ref)} after the first returned {ref_text(lost)}",
         )
     seen = found(ctx, plan.job, "after the lost reply and the second start")
     ids = sorted(i for i, o in seen.items() if not o.foreign)
@@ -469,7 +316,11 @@ def lost_start_reply(ctx: Context) -> None:
 # -- writes after id reuse ------------------------------------------------------------------------
 
 
-@check("IDENT-008", clause=f"{SEED_001}, The identity check: ids are reused")
+@check(
+    "IDENT-008",
+    clause=f"{SEED_001}, The identity check: ids are reused",
+    needs=Needs(faults=(Fault.REUSE_ID,), identity=("reuses_ids",)),
+)
 def reuse_by_foreign_job(ctx: Context) -> None:
     """After a foreign job takes the id, open/hold/release/requeue raise NotFound; stop succeeds."""
     ref = ctx.start()
@@ -479,21 +330,26 @@ def reuse_by_foreign_job(ctx: Context) -> None:
     writes_act_on_nothing(ctx, ref, None)
 
 
-@check("IDENT-009", clause=f"{SEED_001}, The identity check: ids are reused")
+@check(
+    "IDENT-009",
+    clause=f"{SEED_001}, The identity check: ids are reused",
+    needs=Needs(faults=(Fault.REUSE_ID_NEXT,), identity=("reuses_ids",)),
+)
 def reuse_by_another_job(ctx: Context) -> None:
     """After another job's object takes the id, no write through the old ref acts on it."""
     ref = ctx.start()
-    other = ctx.job_id()
+    other = ctx.plan(long_spec(ctx))
     end_and_reuse_next(ctx, ref)
-    ctx.faults.inject_named(other, other.discovery_name(), slurm_comment(1, 1))
-    seen = found(ctx, other, "of the job that took the id")
-    ctx.expect(len(seen) == 1, f"find of the job that took id {ref.id} returned {sorted(seen)}")
-    [occupant] = [o.ref for o in seen.values()]
+    occupant = ctx.start(other, submission=1, attempt=1)
     occupied(ctx, ref, occupant, "reuse_id_next")
     writes_act_on_nothing(ctx, ref, occupant)
 
 
-@check("IDENT-010", clause=f"{SEED_001}, The object, and Submit as its anchor")
+@check(
+    "IDENT-010",
+    clause=f"{SEED_001}, The object, and Submit as its anchor",
+    needs=Needs(faults=(Fault.REUSE_ID_NEXT,), identity=("reuses_ids",)),
+)
 def reuse_by_later_submission(ctx: Context) -> None:
     """After a later submission of the job takes the id, no write through the old ref acts on it."""
     plan = ctx.plan(long_spec(ctx))
@@ -534,7 +390,7 @@ def requeue_keeps_the_ref(ctx: Context, how: str) -> None:
         f"open after the requeue showed submit {after.ref.submit.isoformat()}, earlier than "
         f"the started ref's {ref.submit.isoformat()}",
     )
-    if named_by_job(ref):
+    if ctx.identity.requeue_moves_submit:
         ctx.expect(
             after.ref.submit > ref.submit,
             f"open after the requeue showed submit {after.ref.submit.isoformat()}, not later "
@@ -553,8 +409,8 @@ def requeue_keeps_the_ref(ctx: Context, how: str) -> None:
     shown = [o.ref for o in listed]
     ctx.expect(
         after.ref in shown,
-        f"find showed the requeued object as {', '.join(map(show, shown))}; open showed it as "
-        f"{show(after.ref)}",
+        f"find showed the requeued object as {', '.join(map(ref_text, shown))}; open showed it as "
+        f"{ref_text(after.ref)}",
     )
     holder = as_holder(ctx)
     declared = ctx.declared(Capability.HOLD) is Tristate.YES
@@ -571,15 +427,21 @@ def requeue_keeps_the_ref(ctx: Context, how: str) -> None:
     expect_ended(ctx, ref, "after stop through the started ref")
 
 
-@check("IDENT-011", clause=f"{SEED_001}, The identity check: a requeue moves submit forward")
+@check(
+    "IDENT-011",
+    clause=f"{SEED_001}, The identity check: a requeue moves submit forward",
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN,)),
+)
 def adapter_requeue(ctx: Context) -> None:
     """A requeue through the adapter keeps the ref valid and moves submit forward, never back."""
-    if as_requeuer(ctx) is None:
-        raise Skip("adapter implements no Requeuer: it has no requeue of its own")
     requeue_keeps_the_ref(ctx, "adapter")
 
 
-@check("IDENT-012", clause=f"{SEED_001}, The identity check: a requeue moves submit forward")
+@check(
+    "IDENT-012",
+    clause=f"{SEED_001}, The identity check: a requeue moves submit forward",
+    needs=Needs(faults=(Fault.LET_RUN, Fault.REQUEUE_UNDERNEATH)),
+)
 def requeue_underneath_keeps_the_ref(ctx: Context) -> None:
     """A requeue underneath the adapter keeps the ref valid and moves submit forward, never back."""
     requeue_keeps_the_ref(ctx, "underneath")
@@ -671,7 +533,12 @@ def identities(ctx: Context, life: Lifetime) -> list[ExecutionIdentity]:
     return seen
 
 
-@check("IDENT-014", clause=f"{SEED_000}, AttemptInjection; DESIGN §4", tier=Tier.SMOKE)
+@check(
+    "IDENT-014",
+    clause=f"{SEED_000}, AttemptInjection; DESIGN §4",
+    tier=Tier.SMOKE,
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+)
 def every_rank_sees_identity(ctx: Context) -> None:
     """Every rank of every execution sees the four DISPATCH_ variables of its job and submission."""
     try:
@@ -683,7 +550,11 @@ def every_rank_sees_identity(ctx: Context) -> None:
     identities(ctx, life)
 
 
-@check("IDENT-015", clause=f"{SEED_000}, Execution identity: its DISPATCH_ATTEMPT differs")
+@check(
+    "IDENT-015",
+    clause=f"{SEED_000}, Execution identity: its DISPATCH_ATTEMPT differs",
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+)
 def attempts_never_repeat(ctx: Context) -> None:
     """No two executions of a job share DISPATCH_ATTEMPT, across requeues and resubmissions."""
     attempts = [i.attempt for i in identities(ctx, lifetime(ctx, requeues=2))]
@@ -693,7 +564,11 @@ def attempts_never_repeat(ctx: Context) -> None:
     )
 
 
-@check("IDENT-016", clause=f"{SEED_000}, Execution identity: its DISPATCH_EPOCH is higher")
+@check(
+    "IDENT-016",
+    clause=f"{SEED_000}, Execution identity: its DISPATCH_EPOCH is higher",
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+)
 def epochs_increase(ctx: Context) -> None:
     """Each execution's DISPATCH_EPOCH is above all earlier ones, across requeues and resubmits."""
     epochs = [i.epoch for i in identities(ctx, lifetime(ctx, requeues=2))]
