@@ -390,10 +390,12 @@ class GuardedHarness(Harness[Backend]):
         return cast(Host, _Guarded(inner, self, "host()"))
 
     def new_backend(self) -> Backend:
-        return self.guard("new_backend()", self.inner.new_backend)
+        backend: Backend = self.guard("new_backend()", self.inner.new_backend)
+        return backend
 
     def reopen(self, backend: Backend) -> Backend:
-        return self.inner.reopen(backend)
+        reopened: Backend = self.inner.reopen(backend)
+        return reopened
 
     def clock(self, backend: Backend) -> Clock:
         return self.guard("clock()", lambda: self.inner.clock(backend))
@@ -448,7 +450,8 @@ class Context:
     @property
     def identity(self) -> IdentityModel:
         """The harness's identity model: how its target finds, names and reuses objects."""
-        return cast(IdentityModel, self.harness.identity)
+        model: IdentityModel = self.harness.identity
+        return model
 
     @property
     def backend(self) -> Backend:
@@ -478,7 +481,8 @@ class Context:
         return path
 
     def reopen(self) -> Backend:
-        return self.harness.reopen(self.backend)
+        reopened: Backend = self.harness.reopen(self.backend)
+        return reopened
 
     def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
         return [
@@ -654,8 +658,8 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
             if lacking:
                 return result(Outcome.SKIPPED, lacking)
     except (Exception, SystemExit) as error:
-        crash = HarnessCrash(getattr(error, _HARNESS_CALL, "lacks()"), error)
-        return result(Outcome.ERROR, _harness_error(check, crash, replay))
+        asked = HarnessCrash(getattr(error, _HARNESS_CALL, "lacks()"), error)
+        return result(Outcome.ERROR, _harness_error(check, asked, replay))
     ctx = Context(guarded, check, seed)
     crash: HarnessCrash | None = None
     leftovers: list[str] = []

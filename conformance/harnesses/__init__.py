@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import Final
+from typing import Any, Final
 
 from conformance.harness import Harness
 
@@ -20,7 +20,7 @@ def harness_names() -> list[str]:
     return sorted({ep.name for ep in entry_points(group=GROUP)})
 
 
-def load_harness(spec: str) -> Harness:
+def load_harness(spec: str) -> Harness[Any]:
     """The harness ``spec`` names: a registered name, or ``module:factory``."""
     if ":" in spec:
         module_name, _, attribute = spec.partition(":")

@@ -245,6 +245,39 @@ def other_users_objects_are_not_found(ctx: Context) -> None:
     look_alikes_are_not_the_job(ctx, LookAlike.OTHER_USER)
 
 
+@check("IDENT-019", clause=f"{SEED_001}, The name; The comment", tier=Tier.FULL)
+def every_look_alike_at_once(ctx: Context) -> None:
+    """With every look-alike kind the harness makes present at once, find reports only the job's."""
+    plan = ctx.plan(long_spec(ctx))
+    job = plan.job
+    made: dict[str, tuple[LookAlike, str]] = {}
+    kinds = [k for k in LookAlike if ctx.harness.lacks(look_alike_need(k)) is None]
+    if not kinds:
+        raise CannotInject("any look-alike (the harness offers no look_alike:<kind>)")
+    for kind in kinds:
+        for native, form in injected(ctx, job, kind, other=ctx.job_id()).items():
+            made[native] = (kind, form)
+    ref = ctx.start(plan, submission=1, attempt=1)
+    ctx.expect(ref.id not in made, f"start returned the look-alike {made.get(ref.id)}")
+    seen = found(ctx, job, f"with {len(made)} look-alikes of {len(kinds)} kinds present")
+    ctx.expect(ref.id in seen and not seen[ref.id].foreign, f"find lost the job's own {ref.id}")
+    foreign_kinds = (LookAlike.UNPARSABLE_IDENTITY, LookAlike.NO_IDENTITY)
+    for native, (kind, form) in made.items():
+        shown = seen.get(native)
+        if kind in foreign_kinds:
+            how = "dropped" if shown is None else "reported as the job's"
+            ctx.expect(
+                shown is not None and shown.foreign,
+                f"find {how} the {kind.value} look-alike {native} ({form}): it is foreign, "
+                "reported",
+            )
+        else:
+            ctx.expect(
+                shown is None or shown.foreign,
+                f"find reported the {kind.value} look-alike {native} ({form}) as the job's",
+            )
+
+
 # -- start ----------------------------------------------------------------------------------------
 
 

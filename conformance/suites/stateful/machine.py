@@ -1,60 +1,45 @@
-"""Stateful (``STATE-``): random programs of submit, find, hold, release, requeue, stop and the
-harness's faults, driven by a Hypothesis state machine, against the invariants of seeds 000
-and 001 and DESIGN §4.
-
-Each check runs the same machine and holds it to one invariant, so that a failure names the
-rule it breaks:
-
-- STATE-001: no write after a failed identity check (a ref whose object is gone acts on
-  nothing: hold, release and requeue raise NotFound, stop succeeds, and an object of ours that
-  took the id is left exactly as it was; any write acts only on the object its ref names);
-- STATE-002: no hold decoded to the wrong instance (every hold shown is the one placed on that
-  very object and not released; a placed hold stays shown, across a reopen too);
-- STATE-003: no repeated attempt, and each object's epochs strictly increase (every rank of
-  every execution sees the four ``DISPATCH_`` variables);
-- STATE-004: find matches exactly (look-alike names are not the job's; an unparsable comment is
-  foreign, never dropped; a comment lost from history is unknown, not foreign);
-- STATE-005: a requeue keeps the ref valid and moves submit forward, never back;
-- STATE-006: a start retried after a lost reply makes no second object.
-
-Each focus draws its programs from the rules that can matter to its invariant (``USES``).
-
-Programs are generated from the run's seed (``hypothesis.seed``), with no example database, so
-a seed replays the same programs; a failure's message carries the seed and the shrunk program.
-Each example runs on a fresh backend of the harness. A fault the harness cannot inject is left
-out of the programs (noted in the program, never a pass in its place): a check whose invariant
-no program could exercise is skipped with the reason.
-"""
+"""The stateful suite's machine: random programs of submit, find, hold, release, requeue,
+stop and the harness's fault intents on one fresh backend, checked step by step against the
+focus's invariant."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
-from enum import StrEnum
-from typing import Final
 
-from hypothesis import HealthCheck, Phase, seed, settings
 from hypothesis import strategies as st
-from hypothesis.internal.conjecture import engine
-from hypothesis.reporting import with_reporter
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 from ulid import ULID
 
-from conformance.checks import CheckFailed, Context, Skip, Tier, check
-from conformance.harness import CannotInject, FaultInjector, Harness
+from conformance.checks import CheckFailed, Context
+from conformance.harness import (
+    CannotInject,
+    FaultInjector,
+    IdentityModel,
+    LookAlike,
+    look_alike_need,
+)
+from conformance.suites.stateful.model import (
+    MAX_LOOK_ALIKES,
+    MAX_OBJECTS,
+    REQUEUE_SETTLE,
+    USES,
+    Focus,
+    Injected,
+    ObjectState,
+    Tracked,
+    changed,
+    state_text,
+)
 from dispatch_core import (
     Backend,
-    Capability,
     Clock,
     Conflict,
     DispatchError,
@@ -74,105 +59,27 @@ from dispatch_core import (
     Unsupported,
     make_plan,
     parse_execution_env,
-    slurm_comment,
     with_job,
 )
 from dispatch_core.clock import pause
 
-SEED_000 = "seed 000"
-SEED_001 = "seed 001"
-
-MAX_OBJECTS: Final = 8
-"""Submissions per example: enough for reuse within and across jobs, few enough to stay fast."""
-
-MAX_LOOK_ALIKES: Final = 6
-
-REQUEUE_SETTLE: Final = 10.0
-"""Seconds (on the harness clock) a requeued object may show its old submit time."""
-
-EXAMPLES: Final = 15
-STEPS: Final = 20
-SHRINK_SECONDS: Final = 4.0
-"""Wall time Hypothesis may spend shrinking a failing program (its default is minutes)."""
-
-BAD_COMMENTS: Final = (
-    "dispatch:s=01;a=1",
-    "dispatch:s=1;a=01",
-    "dispatch:s=1;a=1 ",
-    " dispatch:s=1;a=1",
-    "dispatch: s=1; a=1",
-    "DISPATCH:s=1;a=1",
-    "dispatch:s=1;a=1;x=2",
-    "dispatch:s=1",
-    "dispatch:s=+1;a=1",
-    "garbage",
+LOOK_ALIKE_DRAWS: tuple[LookAlike, ...] = (
+    LookAlike.UNPARSABLE_IDENTITY,
+    LookAlike.CASE_VARIANT,
+    LookAlike.UNPARSABLE_IDENTITY,
+    LookAlike.CASE_VARIANT,
+    LookAlike.COMMA_LIST,
+    LookAlike.NO_IDENTITY,
+    LookAlike.OTHER_USER,
 )
-"""Comments a strict parser refuses (seed 001: exactly that shape, canonical decimals)."""
+"""The look-alike kinds a program draws from (those find most often gets wrong, twice)."""
 
 
-class Focus(StrEnum):
-    """The invariant a check holds the machine to."""
-
-    WRITES = "writes"
-    HOLDS = "holds"
-    EXECUTIONS = "executions"
-    FIND = "find"
-    ANCHOR = "anchor"
-    STARTS = "starts"
-
-
-_EVERYWHERE: Final = frozenset({"submit", "stop", "let_run", "advance", "reopen"})
-USES: Final[dict[Focus, frozenset[str]]] = {
-    Focus.WRITES: _EVERYWHERE
-    | {
-        "hold",
-        "release",
-        "requeue",
-        "finish",
-        "requeue_underneath",
-        "end_and_reuse",
-        "stale_write",
-        "lose_reply",
-        "run_requeue_run",
-    },
-    Focus.HOLDS: _EVERYWHERE
-    | {
-        "hold",
-        "release",
-        "hold_cycle",
-        "requeue",
-        "finish",
-        "requeue_underneath",
-        "end_and_reuse",
-        "lose_reply",
-        "run_requeue_run",
-    },
-    Focus.EXECUTIONS: _EVERYWHERE
-    | {
-        "requeue",
-        "finish",
-        "requeue_underneath",
-        "lose_node",
-        "end_and_reuse",
-        "lose_reply",
-        "run_requeue_run",
-    },
-    Focus.FIND: _EVERYWHERE
-    | {"find", "finish", "end_and_reuse", "look_alike", "lose_comments", "requeue_underneath"},
-    Focus.ANCHOR: _EVERYWHERE
-    | {
-        "hold",
-        "release",
-        "requeue",
-        "finish",
-        "requeue_underneath",
-        "lose_node",
-        "lose_reply",
-        "run_requeue_run",
-    },
-    Focus.STARTS: _EVERYWHERE | {"find", "lose_reply", "end_and_reuse"},
-}
-"""The rules each focus draws from: only those that can matter to its invariant."""
+def machine_spec(ctx: Context) -> JobSpec:
+    """Two nodes, so that a second rank exists, running the harness's job command (on a
+    simulator, ``true`` runs on in virtual time until a fault ends it; on a real cluster, a
+    command that runs until the harness finishes it)."""
+    return ctx.spec(nodes=2)
 
 
 def active(
@@ -186,38 +93,6 @@ def active(
     return precondition(condition)
 
 
-@dataclass(eq=False)
-class Tracked:
-    """One object we started, and what the program knows of it."""
-
-    label: str
-    letter: str
-    job: JobID
-    submission: int
-    ref: ObjectRef
-    gone: str | None = None
-    occupant: Tracked | None = None
-    hold: int | None = None
-    lingering: int | None = None
-    submit: datetime | None = None
-    restarts: int | None = None
-    executions: list[list[dict[str, str]]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Injected:
-    """A look-alike the harness injected: a job of the user's that is not the job's."""
-
-    native_id: str
-    letter: str
-    name: str
-    comment: str
-    exact: bool
-
-
-Snapshot = tuple[bool, int | None, int | None]
-
-
 class Run:
     """One check's run of the machine: the context, the focus, and what the examples saw."""
 
@@ -229,6 +104,7 @@ class Run:
         self.last: Machine | None = None
         self._plans: dict[tuple[str, JobID], Plan] = {}
         self.hypothesis: list[str] = []  # what Hypothesis reported (kept out of the output)
+        self.leftovers: list[str] = []  # stops that failed when a program ended
 
     def heard(self, value: object) -> None:
         self.hypothesis.append(str(value))
@@ -262,6 +138,7 @@ class Machine(RuleBasedStateMachine):
         self.backend: Backend = self.original
         self.clock: Clock = self.harness.clock(self.original)
         self.faults: FaultInjector = self.harness.faults(self.original)
+        self.identity: IdentityModel = ctx.identity
         self.rng = random.Random(f"{ctx.seed}:{ctx.check.id}:jobs")
         self.steps: list[str] = []
         self.jobs: dict[str, JobID] = {letter: self._job_id() for letter in "AB"}
@@ -312,7 +189,7 @@ class Machine(RuleBasedStateMachine):
             return False
         return True
 
-    def snapshot(self, obj: Tracked) -> Snapshot | None:
+    def snapshot(self, obj: Tracked) -> ObjectState | None:
         """What a write could change on an object: cancelled or not, its hold and its restart
         count (None when the adapter cannot see it). Not its submit time: a requeue settling
         moves that without any write."""
@@ -323,9 +200,9 @@ class Machine(RuleBasedStateMachine):
             return None
         return seen.state is State.CANCELLED, seen.hold, seen.restart_count
 
-    def snapshots(self, skip: Tracked | None) -> dict[str, Snapshot]:
-        """Snapshots of every object of ours but ``skip``."""
-        taken: dict[str, Snapshot] = {}
+    def snapshots(self, skip: Tracked | None) -> dict[str, ObjectState]:
+        """ObjectStates of every object of ours but ``skip``."""
+        taken: dict[str, ObjectState] = {}
         for obj in self.objs:
             if obj is not skip:
                 shot = self.snapshot(obj)
@@ -395,7 +272,7 @@ class Machine(RuleBasedStateMachine):
             )
         return kind, result
 
-    def expect_untouched(self, obj: Tracked, op: str, before: dict[str, Snapshot]) -> None:
+    def expect_untouched(self, obj: Tracked, op: str, before: dict[str, ObjectState]) -> None:
         """Every other object of ours is as it was before a write through ``obj``'s ref."""
         for other in self.objs:
             if other.label not in before:
@@ -408,8 +285,8 @@ class Machine(RuleBasedStateMachine):
             self.expect(
                 Focus.WRITES,
                 False,
-                f"{op} through {whose} changed {other.label}{took}: {show(was)} became "
-                f"{show(now)}; a write acts only on the object its ref names",
+                f"{op} through {whose} changed {other.label}{took}: {state_text(was)} became "
+                f"{state_text(now)}; a write acts only on the object its ref names",
             )
 
     def reobserve_hold(self, obj: Tracked) -> None:
@@ -437,7 +314,7 @@ class Machine(RuleBasedStateMachine):
                 Focus.FIND,
                 ref.id != look_alike.native_id,
                 f"start of {obj.label} returned the ref of look-alike {look_alike.native_id} "
-                f"(named {look_alike.name!r}, comment {look_alike.comment!r}), not a new object",
+                f"({look_alike.kind.value}: {look_alike.form}), not a new object",
             )
         for other in self.objs:
             if other.gone is not None and other.occupant is None and other.ref.id == ref.id:
@@ -507,8 +384,7 @@ class Machine(RuleBasedStateMachine):
             ours = self.ours(letter, seen)
             injected = [i for i in self.injected if i.native_id == seen.ref.id]
             what = (
-                f"look-alike {injected[0].native_id} named {injected[0].name!r} with comment "
-                f"{injected[0].comment!r}"
+                f"look-alike {injected[0].native_id} ({injected[0].kind.value}: {injected[0].form})"
                 if injected
                 else f"object {seen.ref.id} (uid {seen.ref.uid})"
             )
@@ -516,7 +392,8 @@ class Machine(RuleBasedStateMachine):
                 Focus.FIND,
                 bool(ours),
                 f"find({letter}) reported {what} as the job's submission {seen.submission}: "
-                "only exact names with a strictly parsed comment are the job's",
+                "only objects keyed exactly as the job, of the user, with a strictly parsed "
+                "identity are the job's",
             )
 
     def ours(self, letter: str, seen: Observation) -> list[Tracked]:
@@ -759,48 +636,42 @@ class Machine(RuleBasedStateMachine):
     @active("look_alike", lambda self: len(self.injected) < MAX_LOOK_ALIKES)
     @rule(
         letter=st.sampled_from("AB"),
-        kind=st.sampled_from(["exact", "case", "exact", "case", "comma"]),
-        k=st.integers(0, len(BAD_COMMENTS) - 1),
+        kind=st.sampled_from(LOOK_ALIKE_DRAWS),
+        variant=st.integers(0, 15),
     )
-    def look_alike(self, letter: str, kind: str, k: int) -> None:
-        """The user has a job whose name resembles the job's, or equals it with a comment a
-        strict parser refuses."""
+    def look_alike(self, letter: str, kind: LookAlike, variant: int) -> None:
+        """An object that looks like the job's: keyed like it (a case variant, a comma list),
+        or keyed exactly with an identity a strict parser refuses or none, or another user's."""
         job = self.jobs[letter]
-        name = job.discovery_name()
-        ulid = str(job)
-        comment = slurm_comment(1, 1)
-        if kind == "exact":
-            comment = BAD_COMMENTS[k]
-        elif kind == "case":
-            name = ("DJ-" + ulid, "dj-" + ulid.lower(), "Dj-" + ulid)[k % 3]
-        else:
-            other = self.jobs["AB"[letter == "A"]].discovery_name()
-            name = (f"{name},{other}", f"{other},{name}")[k % 2]
-        self.note(f"a look-alike of {letter}: name {name!r}, comment {comment!r}")
+        other = self.jobs["AB"[letter == "A"]]
+        faults = self.faults
         native: list[str] = []
-        fault = "inject_named" if kind == "exact" else f"inject_named ({kind} variants)"
+        fault = look_alike_need(kind)
         if not self.inject(
-            fault, lambda: native.append(self.faults.inject_named(job, name, comment))
+            fault,
+            lambda: native.append(faults.inject_look_alike(job, kind, variant, other=other)),
         ):
             return
-        injected = Injected(native[0], letter, name, comment, kind == "exact")
+        form = faults.describe_look_alike(kind, variant)
+        self.note(f"a look-alike of {letter}: {kind.value}, {form}")
+        injected = Injected(native[0], letter, kind, form)
         self.injected.append(injected)
         found = list(self.backend.find(job))
         mine = [o for o in found if o.ref.id == injected.native_id]
         foreign = [o for o in mine if o.foreign]
         # Not the look-alike: an object of ours that had the id, or its record once history
-        # lost its comment (unknown, not foreign).
+        # lost its identity (unknown, not foreign).
         taken = [o for o in mine if not o.foreign and o.submission is not None]
         taken = [o for o in taken if not self.ours(letter, o)]
         self.note(f"   -> {injected.native_id}; find reports it as {[o.foreign for o in mine]}")
-        if kind == "exact":
+        if injected.foreign:
             self.expect(
                 Focus.FIND,
                 bool(foreign) and not taken,
                 f"find({letter}) "
                 + ("reported as the job's" if taken else "dropped")
-                + f" {injected.native_id}, named exactly {name!r} with the comment {comment!r} "
-                "a strict parser refuses: it must be reported foreign, never dropped",
+                + f" {injected.native_id}, keyed exactly as the job ({form}): it must be "
+                "reported foreign, never dropped",
             )
         self.expect_found(letter, found)
 
@@ -821,11 +692,11 @@ class Machine(RuleBasedStateMachine):
         else:
             self.stop_obj(obj, lose_reply=False)
 
-    @active("lose_comments")
+    @active("lose_identity_history")
     @rule()
-    def lose_comments(self) -> None:
-        self.note("history loses comments from now on")
-        self.inject("lose_comments", self.faults.lose_comments)
+    def lose_identity_history(self) -> None:
+        self.note("history keeps no identity from now on")
+        self.inject("lose_identity_history", self.faults.lose_identity_history)
 
     @active("lose_reply", lambda self: any(o.gone is None for o in self.objs))
     @rule(i=st.integers(0, 63), op=st.sampled_from(["start", "hold", "release", "stop", "requeue"]))
@@ -1050,11 +921,12 @@ class Machine(RuleBasedStateMachine):
                 )
             if obj.submit is not None and obj.restarts is not None and restarts > obj.restarts:
                 self.run.exercised = True
-                if submit == obj.submit and named_by_job(obj.ref):
+                moves = self.identity.requeue_moves_submit
+                if submit == obj.submit and moves:
                     submit = self.settled_submit(obj, submit)
                 self.expect(
                     Focus.ANCHOR,
-                    submit > obj.submit or not named_by_job(obj.ref),
+                    submit > obj.submit or not moves,
                     f"{obj.label} was requeued (restart count {obj.restarts} -> {restarts}) but "
                     f"its submit stayed {submit:%H:%M:%S}: a requeue moves submit forward, so "
                     "that a hold or a ref of the earlier instance cannot name the later one",
@@ -1077,166 +949,12 @@ class Machine(RuleBasedStateMachine):
         return submit
 
     def teardown(self) -> None:
+        """Stop every live object of the program; a stop that raises is reported as the
+        check's cleanup failure (through :attr:`Run.leftovers`), never swallowed."""
         for obj in self.objs:
             if obj.gone is None:
                 try:
                     self.original.stop(obj.ref)
-                except Exception:  # best effort: the example is over
-                    continue
-
-
-def changed(before: Snapshot, after: Snapshot) -> bool:
-    """Whether a write landed on an object that was live (its restart count known): cancelled
-    since, another hold, or another restart count. An object already out of the live view is
-    left out (no write can land on it, and an adapter may read an earlier incarnation's record
-    of it from history), and so is a cancelled object that no longer reads cancelled."""
-    if before[2] is None:
-        return False
-    if (after[0] and not before[0]) or before[1] != after[1]:
-        return True
-    return after[2] is not None and before[2] != after[2]
-
-
-def show(shot: Snapshot) -> str:
-    cancelled, hold, restarts = shot
-    return f"(cancelled {cancelled}, hold {hold}, restart count {restarts})"
-
-
-def named_by_job(ref: ObjectRef) -> bool:
-    """Whether the scheduler names the object by the job's name (Slurm: the uid is the ``dj-``
-    name shared by every submission), so that submit is what tells its instances apart."""
-    return ref.uid.lower().startswith(JobID.DISCOVERY_PREFIX)
-
-
-def machine_spec(ctx: Context) -> JobSpec:
-    """Two nodes, so that a second rank exists, running the harness's job command (on a
-    simulator, ``true`` runs on in virtual time until a fault ends it; on a real cluster, a
-    command that runs until the harness finishes it)."""
-    return ctx.spec(nodes=2)
-
-
-def machine_settings(harness: Harness) -> settings:
-    """Hypothesis's settings: the harness's budget of programs and steps (a real cluster's
-    steps take real seconds), the suite's by default."""
-    return settings(
-        max_examples=harness.stateful_examples or EXAMPLES,
-        stateful_step_count=harness.stateful_steps or STEPS,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        print_blob=False,
-        report_multiple_bugs=False,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-    )
-
-
-def drive(ctx: Context, focus: Focus, needs: tuple[str, ...]) -> None:
-    """Run the machine under ``focus`` with Hypothesis seeded from the run's seed; a failure
-    says what broke, the seed, and the shrunk program."""
-    try:
-        make_plan(ctx.backend, machine_spec(ctx), None, with_job(ctx.job_id()))
-    except Unsupported as refused:
-        raise Skip(f"the adapter cannot plan a two-node job: {refused}") from None
-    run = Run(ctx, focus)
-
-    def factory() -> Machine:
-        return run.machine()
-
-    factory = seed(ctx.seed)(factory)
-    try:
-        with shrinking_budget(SHRINK_SECONDS), with_reporter(run.heard):
-            run_state_machine_as_test(factory, settings=machine_settings(ctx.harness))  # type: ignore[arg-type]
-    except Exception as failure:  # a CheckFailed, an adapter's error, or Flaky
-        raise CheckFailed(report(ctx, run, failure)) from None
-    if not run.exercised:
-        missing = [n for n in needs if n in run.cannot]
-        if missing:
-            raise CannotInject(", ".join(missing))
-        raise Skip(f"no program could exercise the {focus} invariant on this harness")
-
-
-@contextmanager
-def shrinking_budget(seconds: float) -> Iterator[None]:
-    """Bound the wall time Hypothesis spends shrinking (its engine's limit, minutes by default,
-    is a module constant); left as is when this Hypothesis has no such constant."""
-    name = "MAX_SHRINKING_SECONDS"
-    before = getattr(engine, name, None)
-    if not isinstance(before, int | float):
-        yield
-        return
-    setattr(engine, name, seconds)
-    try:
-        yield
-    finally:
-        setattr(engine, name, before)
-
-
-def report(ctx: Context, run: Run, failure: BaseException) -> str:
-    if isinstance(failure, CheckFailed):
-        what = str(failure)
-    elif isinstance(failure, BaseExceptionGroup):
-        what = "; ".join(f"{type(e).__name__}: {e}" for e in failure.exceptions)
-        what = f"the failure did not replay ({type(failure).__name__}): {what}"
-    else:
-        what = f"raised {type(failure).__name__}: {failure}"
-    steps = run.last.steps if run.last is not None else []
-    program = "\n".join(f"      {line}" for line in numbered(steps))
-    skipped = f"\n    not injectable here: {', '.join(sorted(run.cannot))}" if run.cannot else ""
-    return (
-        f"{what}\n"
-        f"    seed {ctx.seed} (Hypothesis seeded with it, no example database); "
-        f"the shrunk program, on a fresh backend of {ctx.harness.name}:\n{program}{skipped}"
-    )
-
-
-def numbered(steps: list[str]) -> Iterator[str]:
-    number = 0
-    for line in steps:
-        if line.startswith(" "):
-            yield f"    {line.strip()}"
-        else:
-            number += 1
-            yield f"{number:>3}. {line}"
-
-
-# -- the checks ------------------------------------------------------------------------------------
-
-
-@check("STATE-001", clause=f"{SEED_001}, The identity check", tier=Tier.STANDARD)
-def no_write_after_failed_identity_check(ctx: Context) -> None:
-    """No write after a failed identity check: a write acts only on its ref's object, if any."""
-    drive(ctx, Focus.WRITES, ("reuse_id", "reuse_id_next", "purge"))
-
-
-@check("STATE-002", clause=f"{SEED_001}, What else rides on Submit (holds)", tier=Tier.STANDARD)
-def no_hold_decoded_to_the_wrong_instance(ctx: Context) -> None:
-    """No hold decoded to the wrong instance: every hold shown is the one placed there."""
-    ctx.require(Capability.HOLD)
-    if not isinstance(ctx.backend, Holder):
-        raise Skip("the adapter declares Hold yes but is no Holder (CAP-016 fails it for that)")
-    drive(ctx, Focus.HOLDS, ())
-
-
-@check("STATE-003", clause=f"{SEED_000}, Execution identity; DESIGN §4", tier=Tier.STANDARD)
-def no_repeated_attempt(ctx: Context) -> None:
-    """No repeated attempt, and epochs increase per object, every rank seeing all four."""
-    drive(ctx, Focus.EXECUTIONS, ("executions", "let_run"))
-
-
-@check("STATE-004", clause=f"{SEED_001}, The name; The comment", tier=Tier.STANDARD)
-def find_matches_exactly(ctx: Context) -> None:
-    """find reports only the job's own objects as the job's; exact-name look-alikes foreign."""
-    drive(ctx, Focus.FIND, ("inject_named",))
-
-
-@check("STATE-005", clause=f"{SEED_001}, The identity check, rule 3 (requeues)", tier=Tier.STANDARD)
-def requeue_moves_submit_forward(ctx: Context) -> None:
-    """A requeue keeps the ref valid and moves a name-identified object's submit forward."""
-    drive(ctx, Focus.ANCHOR, ("requeue_underneath", "let_run"))
-
-
-@check("STATE-006", clause="DESIGN §3, Backend.start: idempotent per (job, submission)")
-def start_is_idempotent(ctx: Context) -> None:
-    """A start retried after a lost reply finds the first one's object: one per submission."""
-    drive(ctx, Focus.STARTS, ("lose_next_reply(start)",))
+                except Exception as error:  # the example is over: the check reports it
+                    said = f"{type(error).__name__}: {error}"
+                    self.run.leftovers.append(f"stop({obj.ref.id}) of {obj.label}: {said}")
