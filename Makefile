@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
-	$(BIN)/mypy --strict dispatch_core adapters simulators conformance
+	$(BIN)/mypy --strict dispatch_core adapters simulators conformance tools
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest

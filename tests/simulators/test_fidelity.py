@@ -1,4 +1,4 @@
-"""simulators.slurm.fidelity without a real Slurm: the cluster's configuration read into a
+"""tools.fidelity without a real Slurm: the cluster's configuration read into a
 SlurmConfig, the scenarios on the simulator, the real runner's logic (probe, id driving,
 cleanup) on a simulator standing in for a cluster with a history, the normaliser (with
 Hypothesis), the comparison, the known differences, the report and the command line."""
@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from dispatch_core import VirtualClock
 from simulators.slurm import SlurmSim
-from simulators.slurm import fidelity as fid
-from simulators.slurm.fidelity import (
+from tools import fidelity as fid
+from tools.fidelity import (
     ClusterInfo,
     Context,
     Difference,
@@ -496,13 +496,17 @@ def test_the_report_lists_every_difference_and_the_totals() -> None:
 # -- the command line -------------------------------------------------------------------------
 
 
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess[str]:
+    # tools/ is not installed: run from elsewhere, the repository is named on PYTHONPATH
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     return subprocess.run(
-        [sys.executable, "-m", "simulators.slurm.fidelity", *args],
+        [sys.executable, "-m", "tools.fidelity", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": path, **(env or {})},
         timeout=120,
         check=False,
     )
@@ -533,6 +537,22 @@ def test_cli_replay_of_recorded_transcripts(tmp_path: Path) -> None:
     assert (tmp_path / "report" / "report.md").read_text() == done.stdout
     assert cli("replay", "--fixtures", str(tmp_path / "none")).returncode == 2
     assert cli("record", "--scenario", "nope").stderr.startswith("fidelity: error: no scenario")
+
+
+def test_cli_fixtures_default_to_the_working_directory(tmp_path: Path) -> None:
+    """``replay`` reads, and ``record`` writes, ``tests/fixtures/slurm-real`` under the
+    directory it runs in, unless ``--fixtures``/``--out`` names another."""
+    assert Path("tests", "fixtures", "slurm-real") == fid.DEFAULT_FIXTURES
+    none = cli("replay", cwd=tmp_path)
+    assert (none.returncode, none.stdout) == (2, "")
+    assert none.stderr == "fidelity: error: no recorded transcripts in tests/fixtures/slurm-real\n"
+    here = tmp_path / fid.DEFAULT_FIXTURES
+    here.mkdir(parents=True)
+    real = fid.run_on_sim(fid.scenario_named("names"), LAB, START)
+    (here / "names.comment.json").write_text(real.dumps())
+    done = cli("replay", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "| names | comment |" in done.stdout and "0 difference(s)" in done.stdout
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""Golden tests from a real Slurm: every transcript recorded by ``python -m
-simulators.slurm.fidelity record`` (tests/fixtures/slurm-real/<scenario>.<mode>.json) is
+"""Golden tests from a real Slurm: every transcript recorded by ``python -m tools.fidelity
+record`` (tests/fixtures/slurm-real/<scenario>.<mode>.json) is
 replayed on SlurmSim, configured from the fixture's cluster and following the recorded clock,
 and compared with the real output: no difference may remain unexplained. No Slurm needed."""
 
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from simulators.slurm import fidelity as fid
+from tools import fidelity as fid
 
-RECORDED = fid.fixtures()
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "slurm-real"
+RECORDED = fid.fixtures(FIXTURES)
 
 
 def test_every_scenario_is_recorded_in_each_of_its_modes() -> None:
@@ -24,7 +25,7 @@ def test_every_scenario_is_recorded_in_each_of_its_modes() -> None:
         if s.mode_free and any(name in have for name in names):
             continue
         missing += [name for name in names if name not in have]
-    assert missing == [], "record them: python -m simulators.slurm.fidelity record"
+    assert missing == [], "record them: python -m tools.fidelity record"
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.stem)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from simulators.slurm import fidelity as fid
+from tools import fidelity as fid
 
 pytestmark = pytest.mark.slurm_real
 LOCK = os.environ.get("SLURM_CLUSTER_LOCK", fid.DEFAULT_LOCK)
@@ -22,7 +22,7 @@ QUICK = ("formats", "names", "requeue-pending", "comment-absent", "bad-input")
 under a second, its setup a few): CI's budget for the real cluster is ten minutes, install
 and the slurm-local suites included. Every scenario's real transcript is replayed on the
 simulator everywhere (test_fidelity_golden); the whole live comparison is
-``DISPATCH_FIDELITY_LIVE=all`` or ``python -m simulators.slurm.fidelity compare``."""
+``DISPATCH_FIDELITY_LIVE=all`` or ``python -m tools.fidelity compare``."""
 SELECTED = os.environ.get("DISPATCH_FIDELITY_LIVE", ",".join(QUICK))
 
 
