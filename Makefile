@@ -22,9 +22,11 @@ demo: $(STAMP)
 	if [ -f reports/matrix.md ]; then echo; cat reports/matrix.md; fi; \
 	exit $$status
 
+# ruff, then the layering of DESIGN §2 (the contracts are [tool.importlinter] in pyproject.toml).
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict dispatch_core adapters simulators conformance tools
