@@ -14,10 +14,10 @@ sections, in that order:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dispatch_core.errors import Rejected, Unsupported
+from dispatch_core.errors import DispatchError, Rejected, Unsupported
 from dispatch_core.model import (
     IMAGE,
     OUTPUT,
@@ -242,6 +242,61 @@ def _native_offer(
     return offer
 
 
+@dataclass(frozen=True)
+class RuleDecision:
+    """What seed 000's "Rule support" decides for a policy's rules: an enforcer per rule (and
+    the rules accepted unverified), or the refusal at the first rule that is refused, with
+    that rule's perform reason."""
+
+    enforcers: tuple[Enforcer, ...] = ()
+    unverified: tuple[int, ...] = ()
+    refusal: type[DispatchError] | None = None
+    rule: int | None = None
+    reason: str = ""
+    cause: str = ""
+    """Why the rule is refused: ``no``, ``unknown`` (not accepted unverified),
+    ``unverified_backend`` (accepted unverified naming a backend that does not enforce it),
+    ``unenforced`` (nobody enforces it)."""
+
+
+def decide_rules(
+    performs: Sequence[Support],
+    native: Collection[int],
+    *,
+    unverified: Mapping[int, Enforcer],
+    supervisor: bool,
+    unenforced: Collection[int],
+) -> RuleDecision:
+    """The Perform table, rule by rule: no → Unsupported; unknown → Unsupported unless
+    ``unverified`` names an enforcer (the backend only if it enforces the rule natively);
+    yes → the backend if native, else the supervisor with ``supervisor``, else nobody if
+    ``unenforced`` names it, else Rejected."""
+    enforcers: list[Enforcer] = []
+    accepted: list[int] = []
+    for index, perform in enumerate(performs):
+        if perform.value is Tristate.NO:
+            return RuleDecision(refusal=Unsupported, rule=index, reason=perform.reason, cause="no")
+        if perform.value is Tristate.UNKNOWN:
+            enforcer = unverified.get(index)
+            if enforcer is None:
+                return RuleDecision(
+                    refusal=Unsupported, rule=index, reason=perform.reason, cause="unknown"
+                )
+            if enforcer is Enforcer.BACKEND and index not in native:
+                return RuleDecision(refusal=Rejected, rule=index, cause="unverified_backend")
+            enforcers.append(enforcer)
+            accepted.append(index)
+        elif index in native:
+            enforcers.append(Enforcer.BACKEND)
+        elif supervisor:
+            enforcers.append(Enforcer.SUPERVISOR)
+        elif index in unenforced:
+            enforcers.append(Enforcer.NOBODY)
+        else:
+            return RuleDecision(refusal=Rejected, rule=index, cause="unenforced")
+    return RuleDecision(tuple(enforcers), tuple(accepted))
+
+
 def _assign_enforcers(
     backend: Backend,
     policy: Policy,
@@ -250,45 +305,39 @@ def _assign_enforcers(
     chosen: _Options,
 ) -> tuple[tuple[Enforcer, ...], tuple[int, ...]]:
     native = set(offer.rules) if offer is not None else set()
-    enforcers: list[Enforcer] = []
-    unverified: list[int] = []
-    for index, (rule, support) in enumerate(zip(policy.rules, supports, strict=True)):
-        perform = support.perform
-        what = f"rule {index} ({rule.kind})"
-        reason = f": {perform.reason}" if perform.reason else ""
-        if perform.value is Tristate.NO:
-            raise Unsupported(f"{backend.name} cannot perform {what}{reason}")
-        if perform.value is Tristate.UNKNOWN:
-            enforcer = chosen.unverified.get(index)
-            if enforcer is None:
-                raise Unsupported(
-                    f"{backend.name} cannot tell whether it can perform {what}{reason}; "
-                    f"accept_unverified({index}, enforcer) accepts it"
-                )
-            if enforcer is Enforcer.BACKEND and index not in native:
-                raise Rejected(
-                    f"accept_unverified names the backend for {what}, which it does not enforce"
-                )
-            enforcers.append(enforcer)
-            unverified.append(index)
-        elif index in native:
-            enforcers.append(Enforcer.BACKEND)
-        elif chosen.supervisor:
-            enforcers.append(Enforcer.SUPERVISOR)
-        elif index in chosen.unenforced:
-            enforcers.append(Enforcer.NOBODY)
-        else:
-            raise Rejected(
-                f"nobody enforces {what}: the backend does not offer it natively; "
-                f"with_supervisor() or accept_unenforced({index}) accepts it"
-            )
-    return tuple(enforcers), tuple(unverified)
+    decision = decide_rules(
+        [support.perform for support in supports],
+        native,
+        unverified=chosen.unverified,
+        supervisor=chosen.supervisor,
+        unenforced=chosen.unenforced,
+    )
+    if decision.rule is None:
+        return decision.enforcers, decision.unverified
+    index = decision.rule
+    what = f"rule {index} ({policy.rules[index].kind})"
+    reason = f": {decision.reason}" if decision.reason else ""
+    if decision.cause == "no":
+        raise Unsupported(f"{backend.name} cannot perform {what}{reason}")
+    if decision.cause == "unknown":
+        raise Unsupported(
+            f"{backend.name} cannot tell whether it can perform {what}{reason}; "
+            f"accept_unverified({index}, enforcer) accepts it"
+        )
+    if decision.cause == "unverified_backend":
+        raise Rejected(f"accept_unverified names the backend for {what}, which it does not enforce")
+    raise Rejected(
+        f"nobody enforces {what}: the backend does not offer it natively; "
+        f"with_supervisor() or accept_unenforced({index}) accepts it"
+    )
 
 
 __all__ = [
     "PlanOption",
+    "RuleDecision",
     "accept_unenforced",
     "accept_unverified",
+    "decide_rules",
     "make_plan",
     "needed_capabilities",
     "with_job",

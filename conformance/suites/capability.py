@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, Tier, check
 from conformance.harness import CannotInject, Fault, Probe
+from conformance.suites.clauses import SEED_000
 from dispatch_core import (
     IMAGE,
     OUTPUT,
@@ -48,8 +49,7 @@ from dispatch_core import (
     needed_capabilities,
     with_supervisor,
 )
-
-SEED_000 = "seed 000"
+from dispatch_core.plan import decide_rules
 
 
 @check("CAP-001", clause=f"{SEED_000}, Capabilities and support", tier=Tier.SMOKE)
@@ -362,33 +362,20 @@ def native_offer(ctx: Context, policy: Policy) -> tuple[set[int], str | None]:
 def decide(
     performs: Sequence[Support], native: set[int], options: Options, inconsistent: str | None
 ) -> Decision:
-    """The seed's decision: no → Unsupported; unknown → Unsupported unless accept_unverified
-    names an enforcer; yes → backend if native, else supervisor with with_supervisor(), else
-    nobody with accept_unenforced, else Rejected. An inconsistent native offer is Rejected."""
+    """The seed's decision (``dispatch_core.plan.decide_rules``, the one Perform table) on the
+    adapter's own answers; an inconsistent native offer is Rejected."""
     if inconsistent is not None:
         return Decision(refusal=Rejected, inconsistent=inconsistent)
-    enforcers: list[Enforcer] = []
-    unverified: list[int] = []
-    for index, perform in enumerate(performs):
-        if perform.value is Tristate.NO:
-            return Decision(refusal=Unsupported, rule=index, why=perform.reason)
-        if perform.value is Tristate.UNKNOWN:
-            enforcer = options.unverified.get(index)
-            if enforcer is None:
-                return Decision(refusal=Unsupported, rule=index, why=perform.reason)
-            if enforcer is Enforcer.BACKEND and index not in native:
-                return Decision(refusal=Rejected, rule=index)
-            enforcers.append(enforcer)
-            unverified.append(index)
-        elif index in native:
-            enforcers.append(Enforcer.BACKEND)
-        elif options.supervisor:
-            enforcers.append(Enforcer.SUPERVISOR)
-        elif index in options.unenforced:
-            enforcers.append(Enforcer.NOBODY)
-        else:
-            return Decision(refusal=Rejected, rule=index)
-    return Decision(tuple(enforcers), tuple(unverified))
+    decided = decide_rules(
+        performs,
+        native,
+        unverified=options.unverified,
+        supervisor=options.supervisor,
+        unenforced=options.unenforced,
+    )
+    return Decision(
+        decided.enforcers, decided.unverified, decided.refusal, decided.rule, decided.reason
+    )
 
 
 def expect_rule_decision(ctx: Context, policy: Policy, options: Options) -> None:

@@ -22,6 +22,7 @@ from conformance.steps import (
     run,
     stop,
 )
+from conformance.suites.clauses import DESIGN_HOLDS, SEED_000_HOLD, SEED_001
 from dispatch_core import (
     Capability,
     Conflict,
@@ -36,10 +37,6 @@ from dispatch_core import (
     State,
 )
 from dispatch_core.clock import pause
-
-SEED_000_HOLD = "seed 000, Hold"
-SEED_001 = "seed 001"
-DESIGN_HOLDS = "DESIGN §4, Slurm holds"
 
 """Seconds a held object is watched: long enough for a scheduler to start an eligible one."""
 

@@ -30,6 +30,7 @@ from conformance.steps import (
     visible,
     writes_act_on_nothing,
 )
+from conformance.suites.clauses import SEED_000, SEED_001
 from dispatch_core import (
     Capability,
     DispatchError,
@@ -45,10 +46,6 @@ from dispatch_core import (
     parse_execution_env,
 )
 from dispatch_core.clock import pause
-
-SEED_000 = "seed 000"
-SEED_001 = "seed 001"
-
 
 # -- the name and find ----------------------------------------------------------------------------
 

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from conformance.checks import Context, Needs, Skip, Tier, check
 from conformance.harness import Fault, LookAlike, Probe, look_alike_need
+from conformance.suites.clauses import SEED_000, SEED_001
 from conformance.suites.stateful.driver import drive
 from conformance.suites.stateful.model import Focus
 from dispatch_core import Capability, Holder
-
-SEED_000 = "seed 000"
-SEED_001 = "seed 001"
-
 
 FULL_SCALE = 4
 """A full-tier stateful check runs this many times the programs of its standard twin, each

@@ -1,0 +1,11 @@
+"""Where the checks' rules come from: the seed documents and DESIGN.md, named once for every
+suite (a check's clause is one of these, then the section it quotes)."""
+
+from typing import Final
+
+SEED_000: Final = "seed 000"
+"""The capability table, rule support and execution identity."""
+SEED_001: Final = "seed 001"
+"""Slurm identity: the name, the comment, the identity check."""
+SEED_000_HOLD: Final = f"{SEED_000}, Hold"
+DESIGN_HOLDS: Final = "DESIGN §4, Slurm holds"
