@@ -1,7 +1,7 @@
 """dispatch_core: the reference core of the dispatch contract.
 
-The value model, the checks of make_plan, execution identity and its encodings, and the adapter
-SPI. Every public name is importable from here.
+The value model, the checks of make_plan, the neutral rules of execution identity, and the
+adapter SPI. Every public name is importable from here.
 """
 
 from dispatch_core.clock import Clock, VirtualClock, WallClock
@@ -15,7 +15,6 @@ from dispatch_core.errors import (
     Unsupported,
 )
 from dispatch_core.identity import (
-    COMMENT_PREFIX,
     ENV_ATTEMPT,
     ENV_EPOCH,
     ENV_JOB,
@@ -23,20 +22,14 @@ from dispatch_core.identity import (
     IDENTITY_ENV,
     EpochBound,
     ExecutionIdentity,
-    HoldBase,
     HoldBound,
-    SlurmComment,
     attempt_id,
-    decode_hold,
-    encode_hold,
     epoch,
     execution_env,
     identity_mismatch,
     parse_attempt_id,
     parse_decimal,
     parse_execution_env,
-    parse_slurm_comment,
-    slurm_comment,
 )
 from dispatch_core.model import (
     CORE_EXTENSIONS,
@@ -85,7 +78,6 @@ from dispatch_core.spi import (
 )
 
 __all__ = [
-    "COMMENT_PREFIX",
     "CORE_EXTENSIONS",
     "ENV_ATTEMPT",
     "ENV_EPOCH",
@@ -106,7 +98,6 @@ __all__ = [
     "Enforcer",
     "EpochBound",
     "ExecutionIdentity",
-    "HoldBase",
     "HoldBound",
     "Holder",
     "IdentityWeakener",
@@ -129,7 +120,6 @@ __all__ = [
     "Rule",
     "RuleKind",
     "RuleSupport",
-    "SlurmComment",
     "Source",
     "State",
     "Support",
@@ -141,8 +131,6 @@ __all__ = [
     "accept_unverified",
     "attempt_id",
     "capabilities",
-    "decode_hold",
-    "encode_hold",
     "epoch",
     "execution_env",
     "identity_mismatch",
@@ -151,8 +139,6 @@ __all__ = [
     "parse_attempt_id",
     "parse_decimal",
     "parse_execution_env",
-    "parse_slurm_comment",
-    "slurm_comment",
     "support_table",
     "with_job",
     "with_supervisor",

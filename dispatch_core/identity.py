@@ -1,12 +1,17 @@
-"""Execution identity and the encodings every adapter and simulator shares.
+"""Execution identity: the rules every adapter shares, whatever its scheduler.
 
-- the four ``DISPATCH_`` variables every rank of every execution sees (DESIGN §4);
-- the Slurm comment ``dispatch:s=<N>;a=<attempt>`` (seed 001, "The comment");
-- holds as a far-future start time, decoded against the job's current submit time.
+- the four ``DISPATCH_`` variables every rank of every execution sees (DESIGN §4), the epoch
+  and the attempt id;
+- the grammar of a submission or attempt number (canonical decimals, below :data:`EpochBound`)
+  and the range of a hold number (below :data:`HoldBound`), which each adapter's own encoding
+  (a Slurm comment and start time, Kubernetes labels and annotations) writes and reads;
+- the identity check of seed 001 (:func:`identity_mismatch`).
 
-Every parser here is strict and total: exactly the documented shape, canonical decimals (ASCII
-digits, no sign, no leading zero, no spaces), bounds checked; anything else raises
-:class:`~dispatch_core.errors.EncodingError`, never a guess.
+How an identity is written into a scheduler's fields is the adapter's (the Slurm comment codec
+and hold encoding are in :mod:`adapters.slurm.identity`). Every parser here is strict and total:
+exactly the documented shape, canonical decimals (ASCII digits, no sign, no leading zero, no
+spaces), bounds checked; anything else raises :class:`~dispatch_core.errors.EncodingError`,
+never a guess.
 """
 
 from __future__ import annotations
@@ -14,17 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Final, NamedTuple
+from typing import Final
 
 from dispatch_core.errors import EncodingError
 from dispatch_core.model import JobID
 
 EpochBound: Final = 1_000_000
 """N (the submission number) and R (the restart count) must each stay below this."""
-
-HoldBase: Final = 315_576_000
-"""Seconds from a job's submit time to hold number 0: ten Julian years."""
 
 HoldBound: Final = 1_000_000
 """A hold number k is valid only for ``0 < k < HoldBound``."""
@@ -34,8 +35,6 @@ ENV_SUBMISSION: Final = "DISPATCH_SUBMISSION"
 ENV_ATTEMPT: Final = "DISPATCH_ATTEMPT"
 ENV_EPOCH: Final = "DISPATCH_EPOCH"
 IDENTITY_ENV: Final = (ENV_JOB, ENV_SUBMISSION, ENV_ATTEMPT, ENV_EPOCH)
-
-COMMENT_PREFIX: Final = "dispatch:"
 
 _CANONICAL_DECIMAL: Final = re.compile(r"0|[1-9][0-9]*")
 _MAX_DIGITS: Final = 19
@@ -156,34 +155,6 @@ def parse_execution_env(env: Mapping[str, str]) -> ExecutionIdentity:
     return identity
 
 
-class SlurmComment(NamedTuple):
-    """What a Slurm job's ``--comment`` carries: the submission number and the attempt number."""
-
-    submission: int
-    attempt: int
-
-
-_COMMENT: Final = re.compile(r"dispatch:s=([0-9]+);a=([0-9]+)")
-
-
-def slurm_comment(submission: int, attempt: int) -> str:
-    """The comment of a Slurm job: ``dispatch:s=<N>;a=<attempt>``."""
-    _check(submission, "submission", minimum=1, bound=EpochBound)
-    _check(attempt, "attempt", minimum=1, bound=EpochBound)
-    return f"{COMMENT_PREFIX}s={submission};a={attempt}"
-
-
-def parse_slurm_comment(text: str) -> SlurmComment:
-    """Submission and attempt of a comment of exactly the form ``dispatch:s=<N>;a=<attempt>``."""
-    match = _COMMENT.fullmatch(text)
-    if match is None:
-        raise EncodingError(f"comment {text!r} is not of the form dispatch:s=<N>;a=<attempt>")
-    return SlurmComment(
-        parse_decimal(match[1], "comment's submission", minimum=1, bound=EpochBound),
-        parse_decimal(match[2], "comment's attempt", minimum=1, bound=EpochBound),
-    )
-
-
 def identity_mismatch(
     ref_uid: str, ref_submit: int, *, uid: str, submit: int, restart_count: int
 ) -> str | None:
@@ -199,38 +170,7 @@ def identity_mismatch(
     return f"it was submitted at {submit}, not {ref_submit}, and was never requeued"
 
 
-def _epoch_seconds(moment: int | datetime, what: str) -> int:
-    if isinstance(moment, datetime):
-        if moment.tzinfo is None:
-            raise EncodingError(f"{what} must be time-zone aware")
-        if moment.microsecond:
-            raise EncodingError(f"{what} must be whole seconds")
-        return int(moment.timestamp())
-    if isinstance(moment, bool) or not isinstance(moment, int):
-        raise EncodingError(f"{what} must be epoch seconds or a datetime")
-    return moment
-
-
-def encode_hold(submit: int | datetime, hold: int) -> int:
-    """The start time (epoch seconds) that places hold number ``hold`` on a job submitted at
-    ``submit``: ``submit + HoldBase + hold``."""
-    _check(hold, "hold number", minimum=1, bound=HoldBound)
-    return _epoch_seconds(submit, "submit time") + HoldBase + hold
-
-
-def decode_hold(eligible: int | datetime | None, submit: int | datetime) -> int | None:
-    """The hold number an eligible time carries against the job's *current* submit time, or
-    ``None`` when it carries none (not far enough out, too far, or no eligible time)."""
-    if eligible is None:
-        return None
-    hold = (
-        _epoch_seconds(eligible, "eligible time") - _epoch_seconds(submit, "submit time") - HoldBase
-    )
-    return hold if 0 < hold < HoldBound else None
-
-
 __all__ = [
-    "COMMENT_PREFIX",
     "ENV_ATTEMPT",
     "ENV_EPOCH",
     "ENV_JOB",
@@ -238,18 +178,12 @@ __all__ = [
     "IDENTITY_ENV",
     "EpochBound",
     "ExecutionIdentity",
-    "HoldBase",
     "HoldBound",
-    "SlurmComment",
     "attempt_id",
-    "decode_hold",
-    "encode_hold",
     "epoch",
     "execution_env",
     "identity_mismatch",
     "parse_attempt_id",
     "parse_decimal",
     "parse_execution_env",
-    "parse_slurm_comment",
-    "slurm_comment",
 ]

@@ -7,6 +7,10 @@ It never implements ``OutputReader``.
 
 Every write follows seed 001: read, check identity (same id; name or UID equal exactly; submit
 equal, or same-or-later after a requeue), write, read back. A failed check acts on nothing.
+
+The Slurm shape finds a job's objects by their exact name and reads submission and attempt from
+the Slurm comment (:mod:`adapters.slurm.identity`); the kubeflow shape finds them by the exact
+``dispatch/job`` label and reads them from annotations (:mod:`adapters.memory.kube`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,13 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 from adapters.memory.cluster import DEFAULT_REQUEUE_DELAY, Execution, Job, MemoryCluster
+from adapters.memory.kube import (
+    LABEL_JOB,
+    job_label,
+    kube_annotations,
+    kube_labels,
+    parse_kube_identity,
+)
 from adapters.memory.tables import (
     SHAPES,
     Shape,
@@ -25,6 +36,7 @@ from adapters.memory.tables import (
     declared_capabilities,
     declared_rules,
 )
+from adapters.slurm.identity import parse_slurm_comment, slurm_comment
 from dispatch_core import (
     NAMESPACE,
     Capability,
@@ -49,8 +61,6 @@ from dispatch_core import (
     Unsupported,
     VirtualClock,
     identity_mismatch,
-    parse_slurm_comment,
-    slurm_comment,
 )
 
 NativeConfig = Mapping[RuleKind, SupportLike] | Iterable[RuleKind]
@@ -169,7 +179,11 @@ class MemoryBackend:
         if foreign:
             raise Unsupported(f"{self.name} honours no extension outside dispatch.*: {foreign}")
         try:
-            comment = slurm_comment(submission, attempt)
+            if self.shape == "slurm":
+                comment: str | None = slurm_comment(submission, attempt)
+                annotations: dict[str, str] = {}
+            else:
+                comment, annotations = None, kube_annotations(submission, attempt)
         except EncodingError as error:
             raise Rejected(f"{self.name}: {error}") from None
         # Idempotent per (job, submission): an earlier start whose reply was lost is found.
@@ -178,9 +192,17 @@ class MemoryBackend:
                 return self._ref(existing)
         self.cluster.timed_out("start")
         name = plan.job.discovery_name()
-        if self.shape == "kubeflow":
-            name = f"{name.lower()}-{submission}"
-        job = self.cluster.submit(name, comment, plan.spec, plan.job)
+        if self.shape == "slurm":
+            job = self.cluster.submit(name, comment, plan.spec, plan.job)
+        else:
+            job = self.cluster.submit(
+                f"{name.lower()}-{submission}",
+                None,
+                plan.spec,
+                plan.job,
+                labels=kube_labels(plan.job),
+                annotations=annotations,
+            )
         self.cluster.lost_reply("start")
         return self._ref(job)
 
@@ -262,16 +284,26 @@ class MemoryBackend:
     def _objects_of(self, job_id: JobID) -> list[Job]:
         if self.shape == "slurm":
             return self.cluster.named(job_id.discovery_name())
-        return [j for j in self.cluster.jobs.values() if j.owner == "me" and j.job == job_id]
+        return self.cluster.labelled(LABEL_JOB, job_label(job_id))
 
-    def _carried(self, job: Job) -> int | None:
+    def _identity_of(self, job: Job) -> tuple[int, int] | None:
+        """The submission and attempt the object carries, None when the scheduler kept none
+        (a Slurm accounting record without job_comment: unknown, not foreign), or
+        EncodingError when it carries none it should, or one that does not parse (foreign)."""
+        if self.shape == "kubeflow":
+            return parse_kube_identity(job.annotations)
         comment = self.cluster.shown_comment(job)
         if comment is None:
             return None
+        carried = parse_slurm_comment(comment)
+        return carried.submission, carried.attempt
+
+    def _carried(self, job: Job) -> int | None:
         try:
-            return parse_slurm_comment(comment).submission
+            carried = self._identity_of(job)
         except EncodingError:
             return None
+        return None if carried is None else carried[0]
 
     def _ref(self, job: Job) -> ObjectRef:
         return ObjectRef(
@@ -306,14 +338,15 @@ class MemoryBackend:
         return self._checked(ref)
 
     def _observe(self, job: Job) -> Observation:
-        comment = self.cluster.shown_comment(job)
         submission = attempt = None
         foreign = False
-        if comment is not None:
-            try:
-                submission, attempt = parse_slurm_comment(comment)
-            except EncodingError:
-                foreign = True
+        try:
+            carried = self._identity_of(job)
+        except EncodingError:
+            foreign = True
+        else:
+            if carried is not None:
+                submission, attempt = carried
         hold = job.hold_number()
         state = State.HELD if job.state is State.QUEUED and hold is not None else job.state
         return Observation(

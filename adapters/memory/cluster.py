@@ -7,7 +7,10 @@ The two shapes model the identity hazards of the schedulers they are named for:
   start times decoded against the current submit time; accounting keeps ended jobs (and their
   comments only when ``job_comment`` is set).
 - kubeflow: objects named ``namespace/name``, UIDs never reused, names reused after delete;
-  ended objects are deleted after ``min_job_age`` and leave no history.
+  ended objects are deleted after ``min_job_age`` and leave no history. An object carries its
+  identity as Kubernetes would, never in a comment: the label ``dispatch/job`` (the job's ULID
+  in lower case, which a label selector matches exactly) and the annotations
+  ``dispatch/submission`` and ``dispatch/attempt`` (see :mod:`adapters.memory.kube`).
 
 Time comes only from the injected clock, inside calls: every call first runs :meth:`tick`,
 which applies the scheduled faults that are due and purges what has aged out. No threads.
@@ -22,7 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
+from adapters.memory.kube import job_of_label, parse_kube_identity
 from adapters.memory.tables import Shape
+from adapters.slurm.identity import decode_hold, encode_hold, parse_slurm_comment
 from dispatch_core import (
     Cause,
     Clock,
@@ -33,9 +38,6 @@ from dispatch_core import (
     OutcomeUnknown,
     Rejected,
     State,
-    decode_hold,
-    encode_hold,
-    parse_slurm_comment,
 )
 
 DEFAULT_REQUEUE_DELAY: Final = 120
@@ -64,8 +66,11 @@ class Job:
     uid: str
     name: str
     comment: str | None
+    """The Slurm shape's comment (None on the kubeflow shape, which has no comments)."""
     spec: JobSpec | None
     job: JobID | None
+    """The job whose plan made the object (None for an object made by someone else); what
+    the object shows of it is its name (Slurm shape) or its label (kubeflow shape)."""
     submit: int
     eligible: int
     state: State = State.QUEUED
@@ -79,6 +84,10 @@ class Job:
     owner: str = "me"
     purged: bool = False
     comment_kept: bool = True
+    labels: dict[str, str] = field(default_factory=dict)
+    """The kubeflow shape's labels (a label selector matches them exactly)."""
+    annotations: dict[str, str] = field(default_factory=dict)
+    """The kubeflow shape's annotations."""
 
     @property
     def ended(self) -> bool:
@@ -161,16 +170,27 @@ class MemoryCluster:
     # -- submission ---------------------------------------------------------------------------
 
     def submit(
-        self, name: str, comment: str, spec: JobSpec | None, job: JobID | None, owner: str = "me"
+        self,
+        name: str,
+        comment: str | None,
+        spec: JobSpec | None,
+        job: JobID | None,
+        owner: str = "me",
+        *,
+        labels: dict[str, str] | None = None,
+        annotations: dict[str, str] | None = None,
+        namespace: str | None = None,
     ) -> Job:
-        """Create a new scheduler object, pending and eligible now."""
+        """Create a new scheduler object, pending and eligible now: on the Slurm shape a job
+        named ``name`` with ``comment``; on the kubeflow shape an object ``name`` in
+        ``namespace`` (the cluster's by default) with ``labels`` and ``annotations``."""
         self._serial += 1
         now = self.now()
         if self.shape == "slurm":
             native_id = str(self._allocate_id())
             uid = name
         else:
-            native_id = self._kube_name(name)
+            native_id = self._kube_name(name, namespace or self.namespace)
             uid = str(uuid.UUID(int=self._rng.getrandbits(128), version=4))
         record = Job(
             serial=self._serial,
@@ -183,9 +203,17 @@ class MemoryCluster:
             submit=now,
             eligible=now,
             owner=owner,
+            labels=dict(labels or {}),
+            annotations=dict(annotations or {}),
         )
         self.jobs[native_id] = record
-        self._record(f"submit {native_id} name={record.name} comment={comment} owner={owner}")
+        if self.shape == "slurm":
+            self._record(f"submit {native_id} name={record.name} comment={comment} owner={owner}")
+        else:
+            self._record(
+                f"create {native_id} uid={uid} labels={record.labels} "
+                f"annotations={record.annotations} owner={owner}"
+            )
         return record
 
     def _allocate_id(self) -> int:
@@ -199,8 +227,19 @@ class MemoryCluster:
             f"{self.name}: every job id from {self.first_job_id} to {self.max_job_id} is in use"
         )
 
-    def _kube_name(self, name: str) -> str:
-        full = f"{self.namespace}/{name}"
+    def set_next_id(self, native_id: int) -> None:
+        """Drive the id counter (Slurm shape): ``native_id`` is the next id handed out, if free."""
+        if self.shape != "slurm":
+            raise Rejected("native ids are not handed out on the kubeflow shape")
+        if not self.first_job_id <= native_id <= self.max_job_id:
+            raise ValueError(
+                f"id {native_id} is outside {self.first_job_id}..{self.max_job_id} on {self.name}"
+            )
+        self._next_id = native_id
+        self._record(f"next id {native_id}")
+
+    def _kube_name(self, name: str, namespace: str) -> str:
+        full = f"{namespace}/{name}"
         if full in self.jobs:
             raise Rejected(f"{self.name}: an object named {full} already exists")
         return full
@@ -228,6 +267,16 @@ class MemoryCluster:
                 latest[job.serial] = job
         shown = {j.serial for j in live}
         return live + [j for serial, j in latest.items() if serial not in shown]
+
+    def labelled(self, key: str, value: str) -> list[Job]:
+        """The objects of the cluster's namespace whose label ``key`` is exactly ``value``
+        (kubeflow shape: a label selector)."""
+        prefix = f"{self.namespace}/"
+        return [
+            j
+            for j in self.jobs.values()
+            if j.native_id.startswith(prefix) and j.labels.get(key) == value
+        ]
 
     def shown_comment(self, job: Job) -> str | None:
         """The comment as the scheduler shows it (accounting without job_comment drops it)."""
@@ -267,15 +316,20 @@ class MemoryCluster:
         return execution
 
     def _identity(self, job: Job) -> ExecutionIdentity | None:
-        # Computed at run time from what the object carries, as the batch script does.
-        if job.job is None or job.comment is None:
-            return None
+        # Computed at run time from what the object carries: on Slurm what the batch script
+        # was written with (the job, the submission of its comment), on Kubernetes what the
+        # downward API reads from the object's label and annotations.
         try:
-            carried = parse_slurm_comment(job.comment)
+            if self.shape == "slurm":
+                if job.job is None or job.comment is None:
+                    return None
+                submission = parse_slurm_comment(job.comment).submission
+                return ExecutionIdentity(job.job, submission, job.native_id, job.restart_count)
+            owner = job_of_label(job.labels)
+            submission = parse_kube_identity(job.annotations)[0]
         except EncodingError:
             return None
-        native = job.native_id if self.shape == "slurm" else job.uid
-        return ExecutionIdentity(job.job, carried.submission, native, job.restart_count)
+        return ExecutionIdentity(owner, submission, job.uid, job.restart_count)
 
     def end(self, job: Job, state: State, cause: Cause, exit_code: int | None = None) -> None:
         """End an object in ``state`` with ``cause``."""
@@ -333,7 +387,10 @@ class MemoryCluster:
     # -- faults (each named for what it does, each recorded) -----------------------------------
 
     def fault(self, native_id: str, kind: str) -> None:
-        """Arm a one-shot fault for the next call of ``kind`` on ``native_id`` (or ``*``)."""
+        """Arm a one-shot fault for the next call of ``kind`` on ``native_id`` (or ``*``):
+        ``lose-reply-<op>`` (the write takes effect, its reply is lost), ``timeout-<op>`` (the
+        write times out before it takes effect), for ``op`` one of start, stop, hold, release,
+        requeue; ``crash-requeue`` (the adapter crashes between its two requeue steps)."""
         self._pending_faults[f"{kind}:{native_id}"] = kind
         self._record(f"fault armed {kind} on {native_id}")
 
@@ -432,7 +489,7 @@ class MemoryCluster:
             if not job.ended:
                 raise Rejected(f"{native_id} has not ended; its id cannot be reused yet")
             self._purge(job)
-        self._next_id = int(native_id)
+        self.set_next_id(int(native_id))
         self._record(f"reuse id {native_id}")
         return self.submit(name, comment, None, None, owner=owner)
 

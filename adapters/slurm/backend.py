@@ -23,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
+from adapters.slurm.identity import HoldBase, decode_hold, parse_slurm_comment
 from adapters.slurm.parse import (
     SACCT_FORMAT,
     SQUEUE_FORMAT,
@@ -40,7 +41,6 @@ from dispatch_core import (
     Clock,
     Conflict,
     EncodingError,
-    HoldBase,
     HoldBound,
     JobID,
     JobSpec,
@@ -56,9 +56,7 @@ from dispatch_core import (
     Source,
     Support,
     WallClock,
-    decode_hold,
     identity_mismatch,
-    parse_slurm_comment,
 )
 from dispatch_core.clock import pause
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from adapters.slurm.identity import slurm_comment
 from dispatch_core import (
     ENV_ATTEMPT,
     ENV_EPOCH,
@@ -29,7 +30,6 @@ from dispatch_core import (
     Plan,
     RuleKind,
     Unsupported,
-    slurm_comment,
 )
 
 NAMESPACE: Final = "slurm"

@@ -44,6 +44,18 @@ DESIGN_NAMES = [
     "IdentityWeakener",
     "OutputReader",
     "Preflight",
+    "PreflightOptions",
+]
+
+# What dispatch_core no longer has: the Slurm adapter's encodings (DESIGN §6, scheduler-neutral).
+SLURM_NAMES = [
+    "COMMENT_PREFIX",
+    "SlurmComment",
+    "slurm_comment",
+    "parse_slurm_comment",
+    "HoldBase",
+    "encode_hold",
+    "decode_hold",
 ]
 
 
@@ -59,6 +71,21 @@ def test_star_import_gives_every_design_name():
     namespace: dict[str, object] = {}
     exec("from dispatch_core import *", namespace)
     assert set(DESIGN_NAMES) <= set(namespace)
+
+
+@pytest.mark.parametrize("name", SLURM_NAMES)
+def test_dispatch_core_knows_no_slurm_encoding(name):
+    """The Slurm comment codec and hold encoding are the Slurm adapter's, not the core's."""
+    assert not hasattr(dispatch_core, name)
+    assert name not in dispatch_core.__all__
+    import adapters.slurm.identity as slurm_identity
+
+    assert name in slurm_identity.__all__
+
+
+def test_the_neutral_hold_range_stays_in_the_core():
+    """The range of a hold number is every adapter's (0 < k < HoldBound)."""
+    assert dispatch_core.HoldBound == 1_000_000
 
 
 def test_every_exported_name_exists():
@@ -152,7 +179,7 @@ class Full:
     def follow_output(self, ref):
         return iter(())
 
-    def preflight(self):
+    def preflight(self, options=None):
         return {}
 
 

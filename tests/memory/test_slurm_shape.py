@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from adapters.memory import MemoryBackend
+from adapters.slurm.identity import HoldBase
 from dispatch_core import (
     Cause,
     Conflict,
-    HoldBase,
     JobID,
     JobSpec,
     NotFound,
@@ -81,7 +81,7 @@ def reused_by_a_later_submission(backend: MemoryBackend) -> ObjectRef:
     plan, ref = submitted(backend)
     ended_and_purged(backend, ref)
     backend.clock.advance(5)
-    backend.cluster._next_id = int(ref.id)
+    backend.cluster.set_next_id(int(ref.id))
     later = backend.start(plan, 2, 1)
     assert (later.id, later.uid) == (ref.id, ref.uid) and later.submit > ref.submit
     return ref
