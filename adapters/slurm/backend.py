@@ -31,6 +31,7 @@ from adapters.slurm.parse import (
     ParseError,
     classify,
     parse_sacct,
+    parse_sbatch_id,
     parse_squeue,
 )
 from adapters.slurm.script import batch_submission
@@ -50,6 +51,7 @@ from dispatch_core import (
     OutcomeUnknown,
     Plan,
     Policy,
+    PreflightOptions,
     Rejected,
     RuleKind,
     RuleSupport,
@@ -175,16 +177,20 @@ class SlurmBackend:
 
     # -- the command line --------------------------------------------------------------------------
 
-    def _run(
+    def command(
         self, op: str, argv: Sequence[str], stdin: str | None = None
     ) -> subprocess.CompletedProcess[str]:
+        """Run one Slurm command through the transport, as the adapter runs each of its own:
+        under ``env SLURM_TIME_FORMAT=%s TZ=UTC LC_ALL=C``, within :attr:`timeout`, counted in
+        :attr:`calls` under ``op``. Raises ``subprocess.TimeoutExpired`` as the transport does."""
         self.calls[op] += 1
         return self.transport.run([*ENV, *argv], stdin=stdin, timeout=self.timeout)
 
-    def _read(self, argv: Sequence[str], what: str) -> str:
-        """A read that must succeed; nothing has been written when it fails."""
+    def read(self, argv: Sequence[str], what: str) -> str:
+        """The stdout of a read that must succeed, or OutcomeUnknown naming ``what`` (nothing
+        has been written when it fails)."""
         try:
-            done = self._run("read", argv)
+            done = self.command("read", argv)
         except subprocess.TimeoutExpired:
             raise OutcomeUnknown(f"{self.name}: {what} timed out; nothing was written") from None
         if done.returncode != 0:
@@ -193,11 +199,12 @@ class SlurmBackend:
             )
         return done.stdout
 
-    def _by_id(self, job_id: str) -> JobLine | None:
-        """The live job with ``job_id``, whatever its name, or None when squeue has no such id."""
+    def job_line(self, job_id: str) -> JobLine | None:
+        """The live job with ``job_id`` as squeue shows it, whatever its name, or None when
+        squeue has no such id; OutcomeUnknown when squeue does not answer."""
         argv = ["squeue", "-j", job_id, "-t", "all", "-h", "-O", SQUEUE_FORMAT]
         try:
-            done = self._run("read", argv)
+            done = self.command("read", argv)
         except subprocess.TimeoutExpired:
             raise OutcomeUnknown(f"{self.name}: squeue -j {job_id} timed out") from None
         if done.returncode != 0:
@@ -218,7 +225,7 @@ class SlurmBackend:
     def _named(self, name: str) -> list[JobLine]:
         """Live jobs named exactly ``name`` (squeue matches without case; we re-match)."""
         argv = ["squeue", "--me", f"--name={name}", "-t", "all", "-h", "-O", SQUEUE_FORMAT]
-        text = self._read(argv, f"squeue --name={name}")
+        text = self.read(argv, f"squeue --name={name}")
         return [line for line in self._parse(parse_squeue, text) if line.name == name]
 
     def _accounted(self, name: str, since: int) -> list[JobLine] | None:
@@ -240,7 +247,7 @@ class SlurmBackend:
             SACCT_FORMAT,
         ]
         try:
-            done = self._run("read", argv)
+            done = self.command("read", argv)
         except subprocess.TimeoutExpired:
             raise OutcomeUnknown(f"{self.name}: sacct timed out") from None
         if done.returncode != 0:
@@ -255,7 +262,7 @@ class SlurmBackend:
         """The live job ``ref`` names, if the identity check of seed 001 holds."""
         if ref.backend != self.name:
             raise NotFound(f"{ref.id} belongs to cluster {ref.backend!r}, not {self.name!r}")
-        line = self._by_id(ref.id)
+        line = self.job_line(ref.id)
         if line is None:
             raise NotFound(f"{self.name}: job {ref.id} is no longer in squeue")
         _require_identity(line, ref, self.name)
@@ -327,7 +334,7 @@ class SlurmBackend:
     def open(self, ref: ObjectRef) -> Observation:
         if ref.backend != self.name:
             raise NotFound(f"{ref.id} belongs to cluster {ref.backend!r}, not {self.name!r}")
-        line = self._by_id(ref.id)
+        line = self.job_line(ref.id)
         if line is not None:
             _require_identity(line, ref, self.name)
             return self._observe(line)
@@ -350,7 +357,7 @@ class SlurmBackend:
         if landed is not None:
             return self._ref(landed)
         try:
-            done = self._run("sbatch", batch.argv, stdin=batch.script)
+            done = self.command("sbatch", batch.argv, stdin=batch.script)
         except subprocess.TimeoutExpired:
             return self._resolve_lost_submission(plan, submission)
         if done.returncode != 0:
@@ -358,10 +365,10 @@ class SlurmBackend:
             if "Unable to contact" in refusal:
                 return self._resolve_lost_submission(plan, submission)
             raise Rejected(f"{self.name}: sbatch refused the job: {refusal}")
-        job_id = done.stdout.strip().split(";", 1)[0]
-        if not job_id.isascii() or not job_id.isdigit():
+        job_id = parse_sbatch_id(done.stdout)
+        if job_id is None:
             return self._resolve_lost_submission(plan, submission)
-        line = self._by_id(job_id)
+        line = self.job_line(job_id)
         if line is None or line.name != name:
             # Purged already, or the id taken again: find it by name and submission.
             return self._resolve_lost_submission(plan, submission)
@@ -395,7 +402,7 @@ class SlurmBackend:
             return
         argv = ["scancel", f"--name={ref.uid}", ref.id]
         try:
-            done = self._run("scancel", argv)
+            done = self.command("scancel", argv)
         except subprocess.TimeoutExpired:
             done = None
         if done is not None and done.returncode != 0 and _INVALID_ID not in done.stderr:
@@ -406,7 +413,7 @@ class SlurmBackend:
         """Read the job back until ``landed(line)`` holds, within ``settle`` seconds."""
         waited, step = 0.0, 1.0
         while True:
-            line = self._by_id(ref.id)
+            line = self.job_line(ref.id)
             if line is not None and not _same_object(line, ref):
                 line = None
             if landed(line):
@@ -459,7 +466,7 @@ class SlurmBackend:
     def _update(self, ref: ObjectRef, assignment: str, op: str) -> None:
         argv = ["scontrol", "update", f"JobId={ref.id}", assignment]
         try:
-            done = self._run(op, argv)
+            done = self.command(op, argv)
         except subprocess.TimeoutExpired:
             raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} timed out") from None
         if done.returncode != 0:
@@ -480,7 +487,7 @@ class SlurmBackend:
             raise Rejected(f"{self.name}: job {ref.id} is pending; only a started job is requeued")
         self._update(ref, "Requeue=1", "requeue")
         try:
-            done = self._run("requeue", ["scontrol", "requeue", ref.id])
+            done = self.command("requeue", ["scontrol", "requeue", ref.id])
         except subprocess.TimeoutExpired:
             done = None
         if done is None or done.returncode != 0:
@@ -500,7 +507,7 @@ class SlurmBackend:
     def output_path(self, ref: ObjectRef) -> str:
         """Where the job's stdout goes, as ``scontrol show job`` says (while it is in squeue)."""
         self._checked(ref)
-        text = self._read(["scontrol", "show", "job", "-o", ref.id], "scontrol show job")
+        text = self.read(["scontrol", "show", "job", "-o", ref.id], "scontrol show job")
         match = re.search(r" StdOut=(.*?) Power=", text)
         if match is None or not match.group(1).startswith("/"):
             raise NotFound(f"{self.name}: scontrol show job {ref.id} names no output file")
@@ -527,18 +534,23 @@ class SlurmBackend:
             offset += len(chunk)
             if chunk:
                 yield chunk
-            line = self._by_id(ref.id)
+            line = self.job_line(ref.id)
             if line is None or not _same_object(line, ref) or line.state in _ENDED:
                 return
             pause(self.clock, 1.0)
 
     # -- Preflight ---------------------------------------------------------------------------------
 
-    def preflight(self) -> dict[Capability, Support]:
-        """Probe what this cluster really does; each answer has source ``probed``."""
+    def preflight(self, options: PreflightOptions | None = None) -> dict[Capability, Support]:
+        """Probe what this cluster really does; each answer has source ``probed``. ``options``
+        says where the probe jobs may write (``probe_dir``, on the cluster), how long each probe
+        may take (``bound``) and where progress goes."""
         from adapters.slurm.preflight import run_preflight
 
-        self._probed = run_preflight(self)
+        given = options if options is not None else PreflightOptions()
+        self._probed = run_preflight(
+            self, probe_dir=given.probe_dir, bound=given.bound, progress=given.progress
+        )
         return dict(self._probed)
 
 

@@ -166,6 +166,50 @@ def parse_sacct(text: str) -> list[JobLine]:
     return jobs
 
 
+def parse_sbatch_id(stdout: str) -> str | None:
+    """The job id of ``sbatch --parsable`` output (``<id>`` or ``<id>;<cluster>``), or None
+    when the output does not start with one (ASCII digits only)."""
+    lines = stdout.strip().splitlines()
+    first = lines[0].split(";", 1)[0] if lines else ""
+    return first if first.isascii() and first.isdigit() else None
+
+
+def parse_config(text: str) -> dict[str, str]:
+    """``scontrol show config`` as a dictionary of its ``Key = value`` lines (the header,
+    blank lines and the plugin sections' other lines are left out)."""
+    config: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep and key.strip():
+            config[key.strip()] = value.strip()
+    return config
+
+
+def config_number(config: Mapping[str, str], key: str) -> int | None:
+    """The leading number of a configuration value (``MinJobAge = 300 sec`` gives 300), or
+    None when the key is missing or starts with no number."""
+    words = config.get(key, "").split()
+    return int(words[0]) if words and words[0].isascii() and words[0].isdigit() else None
+
+
+def accounting_enabled(config: Mapping[str, str]) -> bool:
+    """Whether the cluster stores accounting (``AccountingStorageType`` is not none)."""
+    return config.get("AccountingStorageType", "") not in ("", "accounting_storage/none")
+
+
+def keeps_comments(config: Mapping[str, str]) -> bool | None:
+    """Whether accounting keeps job comments (``AccountingStoreFlags=job_comment``); None when
+    there is no accounting at all."""
+    if not accounting_enabled(config):
+        return None
+    return "job_comment" in config.get("AccountingStoreFlags", "")
+
+
+def requeue_allowed(config: Mapping[str, str]) -> bool:
+    """``JobRequeue`` (1 by default)."""
+    return config.get("JobRequeue", "1") == "1"
+
+
 def _state_word(text: str) -> str:
     word = text.rstrip("+")
     if not re.fullmatch(r"[A-Z_]+", word):

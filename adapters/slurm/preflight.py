@@ -21,6 +21,15 @@ import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
+from adapters.slurm.identity import slurm_comment
+from adapters.slurm.parse import (
+    accounting_enabled,
+    config_number,
+    keeps_comments,
+    parse_config,
+    parse_sbatch_id,
+    requeue_allowed,
+)
 from dispatch_core import Capability, JobID, Source, Support, Tristate
 from dispatch_core.clock import pause
 
@@ -36,13 +45,7 @@ def probed(value: Tristate, reason: str) -> Support:
 
 def read_config(backend: SlurmBackend) -> dict[str, str]:
     """``scontrol show config`` as a dictionary (``Key = value`` lines)."""
-    text = backend._read(["scontrol", "show", "config"], "scontrol show config")
-    config = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(" = ")
-        if sep:
-            config[key.strip()] = value.strip()
-    return config
+    return parse_config(backend.read(["scontrol", "show", "config"], "scontrol show config"))
 
 
 def run_preflight(
@@ -57,9 +60,7 @@ def run_preflight(
 
     say("reading scontrol show config")
     config = read_config(backend)
-    accounting = config.get("AccountingStorageType", "") not in ("", "accounting_storage/none")
-    flags = config.get("AccountingStoreFlags", "")
-    requeue = config.get("JobRequeue", "1") == "1"
+    requeue = requeue_allowed(config)
     backend.job_requeue = requeue
     answers[Capability.NATIVE_REQUEUE] = probed(
         Tristate.YES if requeue else Tristate.NO,
@@ -73,12 +74,11 @@ def run_preflight(
         answers[Capability.PRE_TERMINATION_SIGNAL] = _signal_answer(backend, signal_job, bound, say)
     finally:
         if signal_job is not None:
-            backend._run("preflight", ["scancel", f"--name={signal_job[0]}", signal_job[1]])
+            backend.command("preflight", ["scancel", f"--name={signal_job[0]}", signal_job[1]])
             _remove(backend, signal_job[2])
-    if accounting and "job_comment" in flags:
-        backend.job_comment = True
-    elif accounting:
-        backend.job_comment = False
+    kept = keeps_comments(config)
+    if kept is not None:
+        backend.job_comment = kept
     return answers
 
 
@@ -91,11 +91,11 @@ def _probe_job(
 ) -> dict[Capability, Support]:
     """One probe job: accounting of its comment, its working directory, its tasks, its output."""
     answers: dict[Capability, Support] = {}
-    accounting = config.get("AccountingStorageType", "") not in ("", "accounting_storage/none")
+    accounting = accounting_enabled(config)
     flags = config.get("AccountingStoreFlags", "")
     job = JobID.new()
     name = f"{job.discovery_name()}"
-    comment = "dispatch:s=1;a=1"
+    comment = slurm_comment(1, 1)
     say(f"submitting probe job {name}")
     script = (
         "#!/bin/sh\n"
@@ -115,10 +115,11 @@ def _probe_job(
         "--no-requeue",
     ]
     try:
-        done = backend._run("preflight", argv, stdin=script)
+        done = backend.command("preflight", argv, stdin=script)
     except subprocess.TimeoutExpired:
         done = None
-    if done is None or done.returncode != 0 or not done.stdout.strip().split(";")[0].isdigit():
+    job_id = parse_sbatch_id(done.stdout) if done is not None and done.returncode == 0 else None
+    if done is None or job_id is None:
         why = "sbatch timed out" if done is None else done.stderr.strip() or done.stdout.strip()
         reason = f"the probe job could not be submitted: {why}"
         for capability in (
@@ -131,13 +132,13 @@ def _probe_job(
         ):
             answers[capability] = probed(Tristate.UNKNOWN, reason)
         return answers
-    job_id = done.stdout.strip().split(";")[0]
     path = output.replace("%j", job_id)
     try:
         ended = _wait_for_end(backend, job_id, bound, say)
         answers.update(_accounting(backend, job_id, comment, accounting, flags, ended))
         answers.update(_output(backend, path, probe_dir, ended))
-        min_age = _seconds(config.get("MinJobAge", "300 sec"))
+        min_age = config_number(config, "MinJobAge")
+        min_age = 300 if min_age is None else min_age
         if ended and Tristate.YES is answers[Capability.OUTPUT_READ].value:
             answers[Capability.OUTPUT_RETAINED] = _retained(
                 backend, job_id, path, min_age, bound, say
@@ -147,7 +148,7 @@ def _probe_job(
                 Tristate.UNKNOWN, "the probe job's output could not be read while it was in squeue"
             )
     finally:
-        backend._run("preflight", ["scancel", f"--name={name}", job_id])
+        backend.command("preflight", ["scancel", f"--name={name}", job_id])
         _remove(backend, path)
     return answers
 
@@ -168,7 +169,7 @@ def _submit_signal_probe(backend: SlurmBackend, probe_dir: str) -> tuple[str, st
         "sbatch",
         "--parsable",
         f"--job-name={name}",
-        "--comment=dispatch:s=1;a=1",
+        f"--comment={slurm_comment(1, 1)}",
         f"--chdir={probe_dir}",
         f"--output={output}",
         "--time=2",
@@ -176,11 +177,11 @@ def _submit_signal_probe(backend: SlurmBackend, probe_dir: str) -> tuple[str, st
         "--no-requeue",
     ]
     try:
-        done = backend._run("preflight", argv, stdin=SIGNAL_SCRIPT)
+        done = backend.command("preflight", argv, stdin=SIGNAL_SCRIPT)
     except subprocess.TimeoutExpired:
         return None
-    job_id = done.stdout.strip().split(";")[0]
-    if done.returncode != 0 or not job_id.isdigit():
+    job_id = parse_sbatch_id(done.stdout) if done.returncode == 0 else None
+    if job_id is None:
         return None
     return name, job_id, output.replace("%j", job_id)
 
@@ -209,7 +210,7 @@ def _wait_for_end(
 ) -> bool:
     waited = 0.0
     while waited <= bound:
-        line = backend._by_id(job_id)
+        line = backend.job_line(job_id)
         if line is None or line.state not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING"):
             say(f"probe job {job_id} ended after {waited:.0f} s")
             return True
@@ -236,7 +237,7 @@ def _accounting(
         }
     argv = ["sacct", "-j", job_id, "-X", "-n", "-P", "-o", "JobIDRaw,Comment"]
     try:
-        done = backend._run("preflight", argv)
+        done = backend.command("preflight", argv)
         rows = done.stdout.splitlines() if done.returncode == 0 else []
     except subprocess.TimeoutExpired:
         rows = []
@@ -296,10 +297,10 @@ def _retained(
     if min_age > bound:
         return probed(Tristate.UNKNOWN, f"MinJobAge={min_age} s is longer than the probe's bound")
     waited = 0.0
-    while backend._by_id(job_id) is not None and waited <= bound:
+    while backend.job_line(job_id) is not None and waited <= bound:
         pause(backend.clock, 5.0)
         waited += 5.0
-    if backend._by_id(job_id) is not None:
+    if backend.job_line(job_id) is not None:
         return probed(Tristate.UNKNOWN, "the probe job stayed in squeue longer than the bound")
     say("probe job left squeue; reading its output again")
     if _cat(backend, path) is None:
@@ -320,8 +321,3 @@ def _remove(backend: SlurmBackend, path: str) -> None:
         backend.transport.run(["rm", "-f", "--", path], timeout=backend.timeout)
     except (subprocess.TimeoutExpired, OSError):
         return
-
-
-def _seconds(text: str) -> int:
-    number = text.split()[0] if text.split() else ""
-    return int(number) if number.isdigit() else 300

@@ -17,9 +17,15 @@ from adapters.slurm.parse import (
     STATE_TABLE,
     JobLine,
     ParseError,
+    accounting_enabled,
     classify,
+    config_number,
+    keeps_comments,
+    parse_config,
     parse_sacct,
+    parse_sbatch_id,
     parse_squeue,
+    requeue_allowed,
 )
 from dispatch_core import Cause, State
 
@@ -198,3 +204,59 @@ def test_state_table(state: str, reason: str, restarts: int, expected: tuple[Sta
         from_accounting=False,
     )
     assert classify(line, None) == expected
+
+
+# -- sbatch --parsable and scontrol show config ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stdout", "job_id"),
+    [
+        ("42\n", "42"),
+        ("42;lab\n", "42"),
+        ("  7\n", "7"),
+        ("", None),
+        ("Submitted batch job 42\n", None),  # not --parsable
+        ("\u0664\u0662\n", None),  # digits, but not ASCII ones
+        ("-1\n", None),
+        ("42x;lab\n", None),
+    ],
+)
+def test_parse_sbatch_id(stdout: str, job_id: str | None) -> None:
+    assert parse_sbatch_id(stdout) == job_id
+
+
+CONFIG = """Configuration data as of 2026-11-30T10:00:00
+AccountingStorageType   = accounting_storage/slurmdbd
+AccountingStoreFlags    = job_comment
+ClusterName             = lab
+JobRequeue              = 1
+MaxJobId                = 67043328
+MinJobAge               = 300 sec
+
+Cgroup Support Configuration:
+AllowedDevicesFile      = /etc/slurm/cgroup_allowed_devices_file.conf
+Slurmctld(primary) at vm is UP
+"""
+
+
+def test_parse_config_reads_the_key_value_lines() -> None:
+    config = parse_config(CONFIG)
+    assert config["ClusterName"] == "lab"
+    assert config["MinJobAge"] == "300 sec"
+    assert "Slurmctld(primary) at vm is UP" not in config.values()
+    assert config_number(config, "MinJobAge") == 300
+    assert config_number(config, "MaxJobId") == 67_043_328
+    assert config_number(config, "ClusterName") is None
+    assert config_number(config, "Nope") is None
+    assert accounting_enabled(config) and keeps_comments(config) is True
+    assert requeue_allowed(config)
+
+
+def test_config_without_accounting_or_comments() -> None:
+    none = {"AccountingStorageType": "accounting_storage/none", "JobRequeue": "0"}
+    assert not accounting_enabled(none) and keeps_comments(none) is None
+    assert not requeue_allowed(none)
+    flags = {"AccountingStorageType": "accounting_storage/slurmdbd", "AccountingStoreFlags": ""}
+    assert keeps_comments(flags) is False
+    assert keeps_comments({}) is None and requeue_allowed({})

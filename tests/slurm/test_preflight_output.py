@@ -15,6 +15,8 @@ from dispatch_core import (
     Capability,
     JobSpec,
     NotFound,
+    Preflight,
+    PreflightOptions,
     Source,
     Tristate,
     VirtualClock,
@@ -86,6 +88,20 @@ def test_preflight_without_accounting_or_visible_output(tmp_path: Path) -> None:
     assert "not readable" in answers[Capability.OUTPUT_READ].reason
     assert answers[Capability.PRE_TERMINATION_SIGNAL].value is Tristate.UNKNOWN
     assert backend.capabilities(None)[Capability.OUTPUT_READ].source is Source.PROBED
+
+
+def test_preflight_takes_its_options_through_the_spi(tmp_path: Path) -> None:
+    """Preflight.preflight(options): the probe directory, the bound and the progress come in
+    PreflightOptions, so a caller needs to know nothing of the Slurm adapter."""
+    _sim, backend = executing_cluster()
+    assert isinstance(backend, Preflight)
+    lines: list[str] = []
+    options = PreflightOptions(probe_dir=str(tmp_path), bound=60.0, progress=lines.append)
+    answers = backend.preflight(options)
+    assert answers[Capability.WORKING_DIRECTORY].value is Tristate.YES
+    assert str(tmp_path) in answers[Capability.OUTPUT_PATH].reason  # the probe wrote there
+    assert lines[0] == "reading scontrol show config"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_signal_that_never_comes_is_probed_no(tmp_path: Path) -> None:
