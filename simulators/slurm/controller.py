@@ -807,12 +807,31 @@ class Controller:
             if j.state is JobState.RUNNING and node in j.nodelist.split(",")
         ]
         for job in hit:
-            if job.requeue:
-                self._requeue(job, JobState.NODE_FAIL, None, False, completing=False)
-            else:
-                self.end(job, JobState.NODE_FAIL, "NodeDown")
+            self._node_lost(job)
         self._schedule()
         return [j.job_id for j in hit]
+
+    def node_failure_of(self, job: Job) -> None:
+        """The node under one running job fails for that job alone (its share of a node that
+        others share is lost): it is requeued when requeueable, else it ends NODE_FAIL, as
+        :meth:`node_failure` does to each job of a node; then a scheduler pass."""
+        if job.state is not JobState.RUNNING:
+            raise SlurmError(f"job {job.job_id} is {job.state}, not RUNNING")
+        self._node_lost(job)
+        self._schedule()
+
+    def _node_lost(self, job: Job) -> None:
+        if job.requeue:
+            self._requeue(job, JobState.NODE_FAIL, None, False, completing=False)
+        else:
+            self.end(job, JobState.NODE_FAIL, "NodeDown")
+
+    def set_owner(self, job: Job, user: str, uid: int) -> None:
+        """Make ``job`` (and its accounting record) another user's, as if that user had
+        submitted it: squeue ``--me`` and a user's sacct no longer show it to this one."""
+        job.user, job.uid = user, uid
+        if job.record is not None:
+            job.record.user, job.record.uid = user, uid
 
     def live_jobs(self) -> Iterator[Job]:
         return iter(list(self.jobs.values()))

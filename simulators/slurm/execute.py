@@ -100,20 +100,50 @@ class ExecuteMode:
         srun.write_text(SRUN)
         srun.chmod(srun.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
         self.results: list[tuple[int, int, int]] = []  # (job id, restart count, exit status)
-        self.running: dict[int, _Running] = {}  # jobs waiting, in real time, for a signal
+        self.running: dict[int, Running] = {}  # jobs whose script runs on, in real time
         sim.controller.observe(self._on_event)
+
+    # -- what a subclass may change or use -----------------------------------------------------
+
+    def on_start(self, job: Job) -> None:
+        """The scheduler started ``job``: run its script. By default a script runs to its end
+        (bounded by ``timeout``) and the job ends ``run_for`` virtual seconds later with its
+        status; a job that expects a ``--signal`` runs on in real time until it comes. A
+        subclass may run scripts otherwise, with :meth:`launch`, :meth:`reap`,
+        :meth:`ended` and :attr:`running` (a job in it is killed when it ends or is
+        requeued)."""
+        running = self.launch(job)
+        if running is None:
+            self.ended(job, LAUNCH_FAILED)
+            return
+        if job.submission.signal is not None:
+            # It expects a signal before its time limit: it runs on until one comes.
+            self.running[job.job_id] = running
+            return
+        self.ended(job, self.reap(running, self.timeout))
+
+    def launch(self, job: Job) -> Running | None:
+        """Start ``job``'s script in its own process group, its output to its output files
+        (with ``rank_env_dir``, its tasks' environments recorded); None when its output file
+        cannot be opened (slurmstepd fails the batch step then: end it with LAUNCH_FAILED)."""
+        return self._launch(job)
+
+    @staticmethod
+    def reap(running: Running, timeout: float | None) -> int | None:
+        """The exit status once the script ends (within ``timeout`` real seconds; a timeout of
+        2 s or more kills it then), else None."""
+        return ExecuteMode._reap(running, timeout)
+
+    def ended(self, job: Job, status: int | None, after: int | None = None) -> None:
+        """The script of ``job`` ended with ``status`` (None: killed): the job ends with it
+        ``after`` virtual seconds from now (``run_for`` from its start by default)."""
+        self._ended(job, status, after)
+
+    # -- the controller's events ---------------------------------------------------------------
 
     def _on_event(self, event: str, job: Job) -> None:
         if event == "start":
-            running = self._launch(job)
-            if running is None:
-                self._ended(job, LAUNCH_FAILED)
-                return
-            if job.submission.signal is not None:
-                # It expects a signal before its time limit: it runs on until one comes.
-                self.running[job.job_id] = running
-                return
-            self._ended(job, self._reap(running, self.timeout))
+            self.on_start(job)
         elif event == "signal" and job.job_id in self.running:
             running = self.running[job.job_id]
             # Virtual time may reach the signal an instant after the start: give the script
@@ -204,7 +234,7 @@ class ExecuteMode:
         status = self._reap(running, self.timeout)
         return status if status is not None else 128 + 9
 
-    def _launch(self, job: Job) -> _Running | None:
+    def _launch(self, job: Job) -> Running | None:
         """Start ``job``'s script in its own process group, its output to its output files;
         None when its output file cannot be opened (slurmstepd fails the batch step then)."""
         sub = job.submission
@@ -243,10 +273,10 @@ class ExecuteMode:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        return _Running(process, (out, err), scratch, time.monotonic())
+        return Running(process, (out, err), scratch, time.monotonic())
 
     @staticmethod
-    def _reap(running: _Running, timeout: float | None) -> int | None:
+    def _reap(running: Running, timeout: float | None) -> int | None:
         """The exit status once the script ends (within ``timeout`` real seconds), else None.
         A script killed by a signal reports 128 + its number, as a shell would."""
         try:
@@ -266,11 +296,17 @@ class ExecuteMode:
 
 
 @dataclass
-class _Running:
+class Running:
+    """A job's script running: its process (a process group of its own), its output files,
+    its scratch directory and when it started (monotonic seconds)."""
+
     process: subprocess.Popen[bytes]
     files: tuple[IO[str], IO[str]]
     scratch: Path
     started: float
+
+
+_Running = Running
 
 
 @dataclass(frozen=True)

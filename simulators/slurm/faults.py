@@ -287,9 +287,7 @@ class Faults:
         )
         if job.job_id != job_id:  # pragma: no cover - the id was free, so this cannot happen
             raise FaultError(f"the foreign job got id {job.job_id}, not {job_id}")
-        job.user, job.uid = user, uid
-        if job.record is not None:
-            job.record.user, job.record.uid = user, uid
+        controller.set_owner(job, user, uid)
         if run_for is not None:
             controller.set_run_time(job, run_for)
         return job.job_id
