@@ -1,9 +1,17 @@
-"""The dispatch conformance kit: harnesses, checks, and the runners that run them."""
+"""The dispatch conformance kit: harnesses, checks, and the runners that run them.
+
+What a harness author needs is here: :class:`Harness` (generic over its backend type), the
+identity model it declares (:class:`IdentityModel`, :class:`Lookup`), the intents its fault
+injector serves (:class:`FaultInjector`, :class:`Fault`, :class:`LookAlike`), the probes it may
+offer (:class:`Probe`, :class:`Host`, :class:`LocalHost`), and what a check declares
+(:class:`Needs`, ``xfail_on``). ``conformance`` imports no adapter and no simulator.
+"""
 
 from conformance.checks import (
     Check,
     CheckFailed,
     Context,
+    Needs,
     Outcome,
     Result,
     Skip,
@@ -12,23 +20,47 @@ from conformance.checks import (
     checks,
     run_check,
 )
-from conformance.harness import CannotInject, FaultInjector, Harness, HarnessUnavailable
+from conformance.harness import (
+    OPERATIONS,
+    CannotInject,
+    Fault,
+    FaultInjector,
+    Harness,
+    HarnessUnavailable,
+    Host,
+    IdentityModel,
+    LocalHost,
+    LookAlike,
+    Lookup,
+    Probe,
+    look_alike_need,
+)
 from conformance.plugin import suite_for
 
 __all__ = [
+    "OPERATIONS",
     "CannotInject",
     "Check",
     "CheckFailed",
     "Context",
+    "Fault",
     "FaultInjector",
     "Harness",
     "HarnessUnavailable",
+    "Host",
+    "IdentityModel",
+    "LocalHost",
+    "LookAlike",
+    "Lookup",
+    "Needs",
     "Outcome",
+    "Probe",
     "Result",
     "Skip",
     "Tier",
     "check",
     "checks",
+    "look_alike_need",
     "run_check",
     "suite_for",
 ]

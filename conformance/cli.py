@@ -11,6 +11,7 @@ several apply, the highest wins. Errors are one line on stderr, never a tracebac
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -41,6 +42,7 @@ from conformance.reports import (
     capability_table,
     closing_line,
     matrix_markdown,
+    needs_markdown,
     prepare_report_dir,
     write_matrix,
     write_preflight,
@@ -54,7 +56,7 @@ from conformance.runner import (
     load_all,
     one_line,
 )
-from dispatch_core import Capability, Preflight, Support
+from dispatch_core import Backend, Preflight, PreflightOptions
 
 PROG = "dispatch-conformance"
 DEFAULT_REPORT_DIR = "conformance-reports"
@@ -153,6 +155,7 @@ def command_run(args: argparse.Namespace) -> int:
         seed=args.seed,
         tier=args.tier,
         selection=list(args.check),
+        identities={h.label: h.identity() for h in loaded},
     )
     results: list[Result] = []
     width = max(len(c.id) for c in selected)
@@ -206,14 +209,33 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_list(args: argparse.Namespace) -> int:
     selected = _selected(args.tier, args.check)
+    if args.json:
+        say(json.dumps([c.as_dict() for c in selected], indent=2))
+        return 0
+    if args.markdown:
+        say(needs_markdown(c.as_dict() for c in selected).rstrip())
+        return 0
     width = max(len(c.id) for c in selected)
     say(f"{'id':<{width}}  {'tier':<8}  rule  (clause)")
     for check in selected:
-        xfail = f"  [strict expected failure: {check.xfail}]" if check.xfail else ""
-        say(f"{check.id:<{width}}  {check.tier.value:<8}  {check.rule}  ({check.clause}){xfail}")
+        say(f"{check.id:<{width}}  {check.tier.value:<8}  {check.rule}  ({check.clause})")
+        needs = _needs_line(check)
+        if needs:
+            say(f"{'':<{width}}  {'':<8}  needs: {needs}")
+        for harness, why in sorted(check.xfail_on.items()):
+            say(f"{'':<{width}}  {'':<8}  strict expected failure on {harness}: {one_line(why)}")
     say()
     say(f"{len(selected)} checks")
     return 0
+
+
+def _needs_line(check: Check) -> str:
+    """A check's declared needs on one line (``kind: a, b; kind: c``), '' when none."""
+    parts = []
+    for kind, values in check.needs.as_dict().items():
+        if values:
+            parts.append(f"{kind}: {', '.join(str(v) for v in values)}")
+    return "; ".join(parts)
 
 
 def command_harnesses(args: argparse.Namespace) -> int:
@@ -285,7 +307,7 @@ def _missing(error: Exception) -> str:
 
 def _preflight(loaded: Loaded, args: argparse.Namespace, directory: Path) -> int:
     try:
-        backend = loaded.harness.new_backend()
+        backend: Backend = loaded.harness.new_backend()
     except (Skip, CannotInject, HarnessUnavailable) as missing:
         complain(f"preflight of {loaded.label}: {_missing(missing)}")
         return EXIT_USAGE
@@ -303,39 +325,28 @@ def _preflight(loaded: Loaded, args: argparse.Namespace, directory: Path) -> int
         lines.append(line)
         say(f"  {line}")
 
-    probe: Callable[[], dict[Capability, Support]] | None = None
-    from adapters.slurm import SlurmBackend
-
-    if isinstance(backend, SlurmBackend):
-        from adapters.slurm.preflight import run_preflight
-
-        slurm = backend
-
-        def probe() -> dict[Capability, Support]:
-            return run_preflight(
-                slurm, probe_dir=args.probe_dir, bound=args.bound, progress=progress
-            )
-
-        say(
-            f"preflight of {loaded.label} ({kind}): probing the cluster, each probe bounded by "
-            f"{args.bound:.0f} s, probe files in {args.probe_dir}"
-        )
-    elif isinstance(backend, Preflight):
-        probe = backend.preflight
-        say(f"preflight of {loaded.label} ({kind}): running its preflight()")
+    probes = isinstance(backend, Preflight)
     note = ""
     started = time.perf_counter()
     try:
-        if probe is None:
-            note = f"{kind} has no preflight probes: these are its declared answers."
-            say(f"preflight of {loaded.label}: {note}")
-            answers = dict(backend.capabilities(None))
-        else:
-            probed = probe()
+        if isinstance(backend, Preflight):
+            say(
+                f"preflight of {loaded.label} ({kind}): probing the cluster through its "
+                f"preflight(), each probe bounded by {args.bound:g} s, probe files in "
+                f"{args.probe_dir}"
+            )
+            options = PreflightOptions(
+                probe_dir=args.probe_dir, bound=args.bound, progress=progress
+            )
+            probed = backend.preflight(options)
             # The probes answer some capabilities; the adapter's own answers (now informed by
             # what the probes found) fill in the rest.
             answers = {**backend.capabilities(None), **probed}
             say(f"  probes done in {time.perf_counter() - started:.1f} s")
+        else:
+            note = f"{kind} has no preflight probes: these are its declared answers."
+            say(f"preflight of {loaded.label}: {note}")
+            answers = dict(backend.capabilities(None))
     except (Exception, SystemExit) as error:
         complain(
             f"preflight of {loaded.label} failed: {type(error).__name__}: {error} "
@@ -349,7 +360,7 @@ def _preflight(loaded: Loaded, args: argparse.Namespace, directory: Path) -> int
             directory,
             loaded.label,
             answers,
-            probed=probe is not None,
+            probed=probes,
             backend=kind,
             progress=lines,
             note=note,
@@ -481,9 +492,14 @@ def parser() -> argparse.ArgumentParser:
 
     listing = commands.add_parser(
         "list",
-        help="list every check: id, tier, rule, clause",
+        help="list every check: id, tier, rule, clause, needs, known failures",
         description="List the registered checks: id, tier, the rule (one line) and the seed "
-        "clause it comes from.",
+        "clause it comes from, with what each check declares it needs (capabilities the "
+        "adapter must answer yes, optional interfaces its backend must implement, faults and "
+        "probes the harness must offer, identity-model flags its target must have; a harness "
+        "lacking one skips the check, with the reason, before any backend is made) and the "
+        "harnesses it is a strict expected failure on (xfail_on: there a failure is expected, "
+        "and a pass fails the run).",
     )
     listing.add_argument(
         "--tier",
@@ -494,6 +510,20 @@ def parser() -> argparse.ArgumentParser:
     )
     listing.add_argument(
         "--check", action="append", default=[], metavar="ID", help="only this id or prefix"
+    )
+    shape = listing.add_mutually_exclusive_group()
+    shape.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON array with one object per check: id, tier, suite, rule, clause, "
+        "needs (capabilities, interfaces, faults, probes, identity: lists of names) and "
+        "xfail_on (harness name to reason)",
+    )
+    shape.add_argument(
+        "--markdown",
+        action="store_true",
+        help="print a Markdown table of check to declared needs (made from what --json "
+        "prints; docs/writing-a-harness.md carries it)",
     )
     listing.set_defaults(handler=command_list)
 

@@ -13,7 +13,9 @@ the plugin adds nothing and prints nothing.
 
 A check that passes passes; one that fails fails with the check's message (the rule, what the
 adapter did, the replay command) and no traceback; one that does not apply is skipped with its
-reason; a strict expected failure that fails is ``xfailed``, and one that passes fails. A
+reason (a need the harness lacks skips it before any backend is made, with the same reason the
+CLI prints); a check whose ``xfail_on`` names the harness is a strict expected failure there:
+one that fails is ``xfailed``, and one that passes fails. A
 harness that raises (making a backend, in its fault injector, ...) is an *error* (``E``, a
 JUnit ``<error>``): the check runs in the item's setup, so that pytest tells the harness's
 error from the adapter's failure. A harness that fails to close is said in the summary and
@@ -247,6 +249,7 @@ class ConformanceRun:
             seed=self.seed,
             tier=self.tier,
             selection=self.selection,
+            identities={h.label: h.identity() for h in self.loaded},
         )
         answers = [capability_answers(h) for h in self.loaded]
         self.problems += [f"{a.label}: {a.note}" for a in answers if a.blame == "harness"]
@@ -319,7 +322,7 @@ class ConformanceItem(pytest.Item):
 
     def runtest(self) -> None:
         assert self.result is not None
-        settle(self.result)
+        settle(self.result, self.loaded.xfail(self.check))
 
     def repr_failure(
         self,
@@ -388,15 +391,19 @@ def pytest_runtest_makereport(
     return report
 
 
-def settle(result: Result) -> None:
+def settle(result: Result, xfail: str | None = None) -> None:
     """Turn a check's result into pytest's outcome: return (passed), skip, xfail, or raise
-    :class:`ConformanceFailure` (a failure, or a harness error settled in the test itself)."""
+    :class:`ConformanceFailure` (a failure, or a harness error settled in the test itself).
+    ``xfail`` is the reason the check is a strict expected failure on the result's harness
+    (``Loaded.xfail``): the runner reports such a failure as skipped with the reason
+    ``expected failure: <xfail>``, which is pytest's xfailed; a pass there is already a
+    failure."""
     from conformance.checks import Outcome
 
     if result.outcome is Outcome.PASSED:
         return
     if result.outcome is Outcome.SKIPPED:
-        if result.check.xfail is not None and result.reason.startswith("expected failure"):
+        if xfail is not None and result.reason.startswith("expected failure: "):
             pytest.xfail(result.reason)
         _skip(result.reason)
     raise ConformanceFailure(result.reason)
@@ -411,7 +418,7 @@ def _skip(reason: str) -> NoReturn:
 
 
 def suite_for(
-    harness: Harness | Callable[[], Harness] | str,
+    harness: Harness[Any] | Callable[[], Harness[Any]] | str,
     *,
     tier: str = "standard",
     seed: int = 0,
@@ -432,17 +439,23 @@ def suite_for(
 
     @pytest.mark.parametrize("dispatch_check", selected, ids=[c.id for c in selected])
     def test_dispatch_conformance(dispatch_check: Check, request: pytest.FixtureRequest) -> None:
-        result = request.node.stash.get(_SUITE_RESULT, None)
-        if result is None:  # this plugin is not loaded: the check runs here
-            loaded = suite.loaded(request.config)
-            request.node.user_properties.extend(suite.properties(loaded, dispatch_check))
-            result = loaded.run(dispatch_check, seed)
+        from conformance.runner import HarnessError
+
         try:
-            settle(result)
-        except ConformanceFailure as failure:
-            message = str(failure)
+            loaded = suite.loaded(request.config)
+        except HarnessError as refused:
+            message = str(refused)
         else:
-            return
+            result = request.node.stash.get(_SUITE_RESULT, None)
+            if result is None:  # this plugin is not loaded: the check runs here
+                request.node.user_properties.extend(suite.properties(loaded, dispatch_check))
+                result = loaded.run(dispatch_check, seed)
+            try:
+                settle(result, loaded.xfail(dispatch_check))
+            except ConformanceFailure as failure:
+                message = str(failure)
+            else:
+                return
         pytest.fail(message, pytrace=False)  # outside the except: said once, not chained
 
     setattr(test_dispatch_conformance, _SUITE_ATTRIBUTE, suite)
@@ -457,29 +470,53 @@ _SUITE_RESULT = pytest.StashKey["Result"]()
 class _Suite:
     """The harness of one ``suite_for`` test: made on its first check, closed at the end."""
 
-    def __init__(self, harness: Harness | Callable[[], Harness] | str, seed: int) -> None:
+    def __init__(self, harness: Harness[Any] | Callable[[], Harness[Any]] | str, seed: int) -> None:
         self.harness = harness
         self.seed = seed
         self.made: Loaded | None = None
+        self.refused: str | None = None
 
     def loaded(self, config: pytest.Config) -> Loaded:
-        if self.made is None:
-            from conformance.harness import Harness as HarnessType
-            from conformance.runner import Loaded, load
+        """The harness, made on the first call; a harness that cannot be made or breaks the
+        contract (``runner.contract_error``) raises the same one-line ``HarnessError`` on
+        every call (each check says it), and is made only once."""
+        from conformance.runner import HarnessError
 
-            given = self.harness
-            if isinstance(given, str):
-                value, spec, label = load(given), given, given
-            else:
-                value = given if isinstance(given, HarnessType) else given()
-                named = given if not isinstance(given, HarnessType) else type(given)
-                spec = f"{named.__module__}:{named.__qualname__}"
-                name = getattr(value, "name", "")
-                label = name if isinstance(name, str) and name and name != "unnamed" else spec
-            self.made = Loaded(spec, label, value)
+        if self.refused is not None:
+            raise HarnessError(self.refused)
+        if self.made is None:
+            try:
+                self.made = self._make()
+            except HarnessError as error:
+                self.refused = str(error)
+                raise
             config.add_cleanup(self.last_close)
             _suites(config).append(self)
         return self.made
+
+    def _make(self) -> Loaded:
+        from conformance.harness import Harness as HarnessType
+        from conformance.runner import HarnessError, Loaded, contract_error, load, one_line
+
+        given = self.harness
+        if isinstance(given, str):
+            return Loaded(given, given, load(given))
+        named = given if not isinstance(given, HarnessType) else type(given)
+        spec = f"{named.__module__}:{named.__qualname__}"
+        try:
+            value = given if isinstance(given, HarnessType) else given()
+        except (Exception, SystemExit) as error:
+            raise HarnessError(
+                one_line(f"harness factory {spec!r} failed: {type(error).__name__}: {error}")
+            ) from None
+        if not isinstance(value, HarnessType):
+            raise HarnessError(f"{spec!r} gave {type(value).__name__}, not a conformance.Harness")
+        problem = contract_error(value)
+        if problem:
+            raise HarnessError(one_line(f"harness {spec!r} {problem}"))
+        name = getattr(value, "name", "")
+        label = name if isinstance(name, str) and name and name != "unnamed" else spec
+        return Loaded(spec, label, value)
 
     def properties(self, loaded: Loaded, check: Check) -> list[tuple[str, object]]:
         """The item's ``harness``, ``check`` and ``seed`` (JUnit ``<property>`` elements)."""
@@ -518,7 +555,14 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if suite is None or callspec is None:
         return
     check: Check = callspec.params["dispatch_check"]
-    loaded = suite.loaded(item.config)
+    from conformance.runner import HarnessError
+
+    try:
+        loaded = suite.loaded(item.config)
+    except HarnessError as refused:
+        message = str(refused)
+        item.stash[_HARNESS_ERROR] = message
+        pytest.fail(message, pytrace=False)
     item.user_properties.extend(suite.properties(loaded, check))
     result = loaded.run(check, suite.seed)
     item.stash[_SUITE_RESULT] = result

@@ -121,7 +121,9 @@ def now() -> str:
 
 @dataclass
 class RunInfo:
-    """What a run was: its harnesses (label and spec), seed, tier and check selection."""
+    """What a run was: its harnesses (label and spec), seed, tier and check selection, and
+    each harness's identity model (``IdentityModel.as_dict()``, by label), which report.json
+    gives beside the harness's label and spec."""
 
     runner: str
     harnesses: list[tuple[str, str]]
@@ -130,6 +132,14 @@ class RunInfo:
     selection: list[str] = field(default_factory=list)
     started: str = field(default_factory=now)
     finished: str = ""
+    identities: Mapping[str, Mapping[str, object] | None] = field(default_factory=dict)
+
+    def _harness(self, label: str, spec: str) -> dict[str, object]:
+        entry: dict[str, object] = {"label": label, "spec": spec}
+        identity = self.identities.get(label)
+        if identity is not None:
+            entry["identity"] = dict(identity)
+        return entry
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -142,7 +152,7 @@ class RunInfo:
             "seed": self.seed,
             "tier": self.tier,
             "checks": list(self.selection),
-            "harnesses": [{"label": label, "spec": spec} for label, spec in self.harnesses],
+            "harnesses": [self._harness(label, spec) for label, spec in self.harnesses],
         }
 
 
@@ -263,6 +273,35 @@ def matrix_markdown(
     if notes:
         out += ["", "| note | reason |", "|---|---|"]
         out += [f"| [{number}] | {reason} |" for reason, number in notes.items()]
+    return "\n".join(out) + "\n"
+
+
+# -- the checks' declared needs -------------------------------------------------------------
+
+NEEDS_COLUMNS = ("capabilities", "interfaces", "faults", "probes", "identity")
+
+
+def needs_markdown(listed: Iterable[Mapping[str, object]]) -> str:
+    """A Markdown table of check → declared needs, from the objects ``dispatch-conformance
+    list --json`` prints (``Check.as_dict()``): one row per check, in the order given, with
+    its tier, each kind of need (``—`` for none) and the harnesses it is a strict expected
+    failure on."""
+    header = ["check", "tier", *NEEDS_COLUMNS, "xfail_on"]
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in listed:
+        needs = row.get("needs")
+        needs = needs if isinstance(needs, Mapping) else {}
+        cells = [f"`{row.get('id')}`", str(row.get("tier", ""))]
+        for column in NEEDS_COLUMNS:
+            values = needs.get(column) or []
+            listed_values = values if isinstance(values, list | tuple) else [values]
+            cells.append(", ".join(f"`{v}`" for v in listed_values) or "—")
+        xfail = row.get("xfail_on")
+        xfail = xfail if isinstance(xfail, Mapping) else {}
+        cells.append(
+            "; ".join(f"`{h}`: {_cell(str(why))}" for h, why in sorted(xfail.items())) or "—"
+        )
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -492,6 +531,7 @@ __all__ = [
     "closing_line",
     "junit_xml",
     "matrix_markdown",
+    "needs_markdown",
     "prepare_report_dir",
     "report_json",
     "rows",

@@ -7,20 +7,28 @@ A harness is named on the command line by a registered name (``memory-slurm``) o
 the harness's own ``name`` for a factory (its spec when the harness leaves ``name`` unset);
 the replay command in a failure always repeats the spec as given, so it can be pasted back.
 
-A harness that cannot be loaded is the caller's input error (:class:`HarnessError`); a loaded
-harness that raises while it is used (making a backend, closing) is the harness's error, told
-apart from the adapter's wherever it is reported.
+A harness that cannot be loaded is the caller's input error (:class:`HarnessError`); so is one
+that breaks the contract before any check could use it: one that declares no identity model
+(``identity = IdentityModel(...)``), or offers a need no check can declare (a misspelt fault
+would skip its checks forever). :func:`load` refuses both, in one line, before anything runs
+(:func:`~conformance.checks.run_check` still reports a harness without an identity model per
+check, as a harness error, for a harness it is handed directly). A loaded harness that raises
+while it is used (making a backend, closing) is the harness's error, told apart from the
+adapter's wherever it is reported.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.checks import (
     Check,
     HarnessCrash,
+    Outcome,
     Result,
     Skip,
     one_line,
@@ -28,7 +36,14 @@ from conformance.checks import (
     run_check,
     where,
 )
-from conformance.harness import CannotInject, Harness, HarnessUnavailable
+from conformance.harness import (
+    CannotInject,
+    Harness,
+    HarnessUnavailable,
+    IdentityModel,
+    Probe,
+    fault_needs,
+)
 from conformance.harnesses import HarnessError, load_harness
 from dispatch_core import Capability, Support
 
@@ -39,16 +54,29 @@ class Loaded:
 
     spec: str
     label: str
-    harness: Harness
+    harness: Harness[Any]
     closed: bool = field(default=False, compare=False)
 
     def run(self, check: Check, seed: int) -> Result:
         """Run ``check`` on this harness; the result is labelled, and its replay command names
-        the harness as the run did."""
+        the harness as the run did. A skip's reason is one line, so that the progress line,
+        JUnit's ``<skipped message>`` and report.json all say the same text."""
         result = run_check(check, self.harness, seed)
         replay = replay_command(self.spec, check.id, seed)
         reason = result.reason.replace(result.replay, replay) if result.replay else result.reason
+        if result.outcome is Outcome.SKIPPED:
+            reason = one_line(reason)
         return dataclasses.replace(result, harness=self.label, reason=reason, replay=replay)
+
+    def xfail(self, check: Check) -> str | None:
+        """Why ``check`` is a strict expected failure on this harness (its ``xfail_on`` names
+        the harness's ``name``), or None."""
+        return check.xfail(self.harness.name)
+
+    def identity(self) -> dict[str, object] | None:
+        """The harness's identity model as data (for report.json), or None without one."""
+        model = getattr(self.harness, "identity", None)
+        return model.as_dict() if isinstance(model, IdentityModel) else None
 
     def close(self) -> str:
         """Close the harness (once: later calls do nothing); returns a one-line complaint when
@@ -64,17 +92,56 @@ class Loaded:
         return ""
 
 
-def load(spec: str) -> Harness:
+def load(spec: str) -> Harness[Any]:
     """:func:`load_harness`, with any failure (an import that raises, a factory that
-    crashes) turned into a one-line :class:`HarnessError`."""
+    crashes) turned into a one-line :class:`HarnessError`, and the harness refused when it
+    breaks the contract before any check runs (:func:`contract_error`)."""
     try:
-        return load_harness(spec)
+        harness = load_harness(spec)
     except HarnessError as error:
         raise HarnessError(one_line(str(error))) from None
     except (Exception, SystemExit) as error:  # a module or factory may even call sys.exit
         raise HarnessError(
             one_line(f"harness {spec!r} failed to load: {type(error).__name__}: {error}")
         ) from None
+    problem = contract_error(harness)
+    if problem:
+        with contextlib.suppress(Exception, SystemExit):  # the harness is refused: release it
+            harness.close()
+        raise HarnessError(one_line(f"harness {spec!r} {problem}"))
+    return harness
+
+
+def known_needs() -> list[str]:
+    """Every need a check can declare of a harness: the faults, then the probes."""
+    return [*fault_needs(), *(p.value for p in Probe)]
+
+
+def contract_error(harness: Harness[Any]) -> str:
+    """What makes ``harness`` unusable by every check ('' when nothing does): no identity
+    model, or an ``offers`` that is not a set of known needs."""
+    try:
+        model: object = getattr(harness, "identity", None)
+        offers: object = getattr(harness, "offers", frozenset())
+    except Exception as error:  # a property that raises
+        return f"cannot be read: {type(error).__name__}: {error}"
+    if model is None:
+        return (
+            "declares no identity model: set identity = IdentityModel(lookup=..., "
+            "reuses_ids=..., requeue_moves_submit=..., history_outlives_live=...) on it"
+        )
+    if not isinstance(model, IdentityModel):
+        return f"has identity = {type(model).__name__}, not a conformance.IdentityModel"
+    if isinstance(offers, str) or not isinstance(offers, Iterable):
+        return f"has offers = {offers!r}: give a frozenset of needs"
+    known = known_needs()
+    unknown = sorted(str(o) for o in offers if str(o) not in known)
+    if unknown:
+        return (
+            f"offers {', '.join(repr(u) for u in unknown)}, which no check can need "
+            f"(known: {', '.join(known)})"
+        )
+    return ""
 
 
 def load_all(specs: Sequence[str]) -> list[Loaded]:
@@ -98,7 +165,7 @@ def load_all(specs: Sequence[str]) -> list[Loaded]:
     return loaded
 
 
-def _label(spec: str, harness: Harness) -> str:
+def _label(spec: str, harness: Harness[Any]) -> str:
     if ":" not in spec:
         return spec
     name = getattr(harness, "name", "") or ""
@@ -149,6 +216,8 @@ __all__ = [
     "Loaded",
     "capability_answers",
     "close_all",
+    "contract_error",
+    "known_needs",
     "load",
     "load_all",
     "one_line",
