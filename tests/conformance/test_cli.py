@@ -2,38 +2,111 @@
 and the reports a run writes.
 
 The module also holds tiny harnesses the CLI and plugin tests name as
-``tests.conformance.test_cli:<factory>``: one whose backend breaks a rule, one without faults,
-one that crashes, one on a simulated Slurm cluster for preflight."""
+``tests.conformance.test_cli:<factory>``, each on the memory adapter (so that these tests
+need none of the built-in harnesses): one that works, one whose backend breaks a rule, one
+that declares no identity model, one whose backend probes, one on a simulated Slurm cluster
+for preflight, ..."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
 
-from adapters.memory import MemoryBackend
+from adapters.memory import MemoryBackend, Shape
 from adapters.slurm import SlurmBackend
-from conformance import Context, FaultInjector, Harness, checks
+from conformance import (
+    Context,
+    Fault,
+    Harness,
+    IdentityModel,
+    Lookup,
+    Needs,
+    Probe,
+    checks,
+)
 from conformance.checks import REGISTRY, Check, Tier
 from conformance.cli import main
-from conformance.harnesses.memory import MemoryHarness
+from conformance.harness import fault_needs
+from conformance.reports import needs_markdown
+from conformance.runner import Loaded
 from dispatch_core import (
-    Backend,
     Capability,
     Clock,
     JobSpec,
-    ObjectRef,
+    PreflightOptions,
     Source,
     Support,
     VirtualClock,
 )
 from simulators.slurm import SlurmConfig, SlurmSim
 
+ROOT = Path(__file__).resolve().parents[2]
+HERE = "tests.conformance.test_cli"
+
 # -- harnesses the tests name by module:factory --------------------------------------------------
+
+BY_NAME = IdentityModel(
+    lookup=Lookup.NAME, reuses_ids=True, requeue_moves_submit=True, history_outlives_live=True
+)
+BY_LABEL = IdentityModel(
+    lookup=Lookup.LABEL, reuses_ids=False, requeue_moves_submit=False, history_outlives_live=False
+)
+
+
+class ToyHarness(Harness[MemoryBackend]):
+    """The memory adapter on a fresh cluster per check, with no fault injector, no view of
+    executions and no host; it counts the backends it made and notes begin/end."""
+
+    identity = BY_NAME
+
+    def __init__(self, name: str = "toy", shape: Shape = "slurm") -> None:
+        self.name = name
+        self.shape: Shape = shape
+        self.made = 0
+        self.calls: list[str] = []
+
+    def backend(self) -> MemoryBackend:
+        return MemoryBackend(self.shape, clock=VirtualClock(), max_job_id=50, min_job_age=60.0)
+
+    def new_backend(self) -> MemoryBackend:
+        self.made += 1
+        return self.backend()
+
+    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
+        return backend.reopen()
+
+    def clock(self, backend: MemoryBackend) -> Clock:
+        return backend.cluster.clock
+
+    def begin(self, check_id: str) -> None:
+        self.calls.append(f"begin {check_id}")
+
+    def end(self, check_id: str) -> None:
+        self.calls.append(f"end {check_id}")
+
+
+TOY = f"{HERE}:toy_harness"
+
+
+def toy_harness() -> ToyHarness:
+    return ToyHarness()
+
+
+class LabelHarness(ToyHarness):
+    """The memory adapter's Kubernetes shape: found by label, ids never reused."""
+
+    identity = BY_LABEL
+
+
+def label_harness() -> ToyHarness:
+    return LabelHarness("toy-label", "kubeflow")
 
 
 class Forgetful(MemoryBackend):
@@ -45,40 +118,61 @@ class Forgetful(MemoryBackend):
         return answers
 
 
-class BrokenHarness(MemoryHarness):
-    name = "broken"
-
+class BrokenHarness(ToyHarness):
     def __init__(self) -> None:
-        super().__init__("slurm")
-        self.name = "broken"
+        super().__init__("broken")
 
-    def new_backend(self) -> Backend:
+    def backend(self) -> MemoryBackend:
         return Forgetful("slurm", clock=VirtualClock(), max_job_id=50, min_job_age=60.0)
 
 
-def broken_harness() -> Harness:
+def broken_harness() -> ToyHarness:
     return BrokenHarness()
 
 
-class PlainHarness(MemoryHarness):
-    """The memory adapter with no fault injector and no view of executions."""
-
-    def __init__(self) -> None:
-        super().__init__("slurm")
-        self.name = "memory-plain"
-
-    def faults(self, backend: Backend) -> FaultInjector:
-        return FaultInjector()
-
-    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
-        return Harness.executions(self, backend, ref)
+def plain_harness() -> ToyHarness:
+    return ToyHarness("memory-plain")
 
 
-def plain_harness() -> Harness:
-    return PlainHarness()
+class WordyHarness(ToyHarness):
+    """Says why it lacks a fault on two lines."""
+
+    def lacks(self, need: str) -> str | None:
+        return "no node here\n  to lose (a toy scheduler)" if need == Fault.LOSE_NODE else None
 
 
-def exploding_harness() -> Harness:
+def wordy_harness() -> ToyHarness:
+    return WordyHarness("wordy")
+
+
+class NoIdentityHarness(Harness[MemoryBackend]):
+    """Everything but the identity model."""
+
+    name = "anonymous"
+
+    def new_backend(self) -> MemoryBackend:
+        return MemoryBackend("slurm", clock=VirtualClock())
+
+    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
+        return backend.reopen()
+
+    def clock(self, backend: MemoryBackend) -> Clock:
+        return backend.cluster.clock
+
+
+def no_identity_harness() -> NoIdentityHarness:
+    return NoIdentityHarness()
+
+
+class MisspeltHarness(ToyHarness):
+    offers = frozenset({Fault.LET_RUN.value, "lose_comments"})
+
+
+def misspelt_harness() -> ToyHarness:
+    return MisspeltHarness("misspelt")
+
+
+def exploding_harness() -> ToyHarness:
     raise RuntimeError("no cluster here\nsecond line of the story")
 
 
@@ -96,78 +190,89 @@ class LeakyBackend(MemoryBackend):
         return answers
 
 
-class LeakyHarness(MemoryHarness):
-    def new_backend(self) -> Backend:
+class LeakyHarness(ToyHarness):
+    def backend(self) -> MemoryBackend:
         return LeakyBackend("slurm", clock=VirtualClock())
 
 
-def leaky_harness() -> Harness:
+def leaky_harness() -> ToyHarness:
     return LeakyHarness()
 
 
-class SimHarness(Harness):
+class SimHarness(Harness[SlurmBackend]):
     """The Slurm adapter on a simulated cluster without accounting: preflight runs on its
     virtual clock (nothing sleeps)."""
 
     name = "sim-preflight"
+    identity = BY_NAME
 
-    def new_backend(self) -> Backend:
+    def new_backend(self) -> SlurmBackend:
         sim = SlurmSim(SlurmConfig(accounting=False, job_requeue=False, run_time=2))
         return SlurmBackend(sim, "lab", clock=sim.clock)  # type: ignore[arg-type]
 
-    def reopen(self, backend: Backend) -> Backend:
-        assert isinstance(backend, SlurmBackend)
+    def reopen(self, backend: SlurmBackend) -> SlurmBackend:
         return backend.reopen()
 
-    def clock(self, backend: Backend) -> Clock:
-        assert isinstance(backend, SlurmBackend)
+    def clock(self, backend: SlurmBackend) -> Clock:
         return backend.clock
 
 
-def sim_harness() -> Harness:
+def sim_harness() -> SimHarness:
     return SimHarness()
 
 
+PROBED: list[PreflightOptions | None] = []
+"""The options each ``Probing.preflight`` was called with."""
+
+
 class Probing(MemoryBackend):
-    def preflight(self) -> dict[Capability, Support]:
+    """A backend of any kind with probes of its own: it tells its progress and answers one
+    capability from them."""
+
+    def preflight(self, options: PreflightOptions | None = None) -> dict[Capability, Support]:
+        PROBED.append(options)
+        if options is not None and options.progress is not None:
+            options.progress("reading the toy scheduler's settings")
+            options.progress(f"probe job writes {options.probe_dir}/probe.out")
         return {Capability.OUTPUT_READ: Support.yes("read it back", source=Source.PROBED)}
 
 
-class ProbingHarness(MemoryHarness):
-    def new_backend(self) -> Backend:
+class ProbingHarness(ToyHarness):
+    def __init__(self) -> None:
+        super().__init__("probing")
+
+    def backend(self) -> MemoryBackend:
         return Probing("slurm", clock=VirtualClock())
 
 
-def probing_harness() -> Harness:
+def probing_harness() -> ToyHarness:
     return ProbingHarness()
 
 
 class FailingProbe(MemoryBackend):
-    def preflight(self) -> dict[Capability, Support]:
+    def preflight(self, options: PreflightOptions | None = None) -> dict[Capability, Support]:
         raise OSError("sbatch: command not found\nexit 127")
 
 
-class FailingProbeHarness(MemoryHarness):
-    def new_backend(self) -> Backend:
+class FailingProbeHarness(ToyHarness):
+    def backend(self) -> MemoryBackend:
         return FailingProbe("slurm", clock=VirtualClock())
 
 
-def failing_probe_harness() -> Harness:
+def failing_probe_harness() -> ToyHarness:
     return FailingProbeHarness()
 
 
-class NoClusterHarness(MemoryHarness):
-    def new_backend(self) -> Backend:
+class NoClusterHarness(ToyHarness):
+    def new_backend(self) -> MemoryBackend:
         from conformance import Skip
 
         raise Skip("no Slurm on this machine (sbatch is not on PATH)")
 
 
-def no_cluster_harness() -> Harness:
+def no_cluster_harness() -> ToyHarness:
     return NoClusterHarness()
 
-
-HERE = "tests.conformance.test_cli"
 
 # -- checks the tests register for themselves (removed after each test) -------------------------
 
@@ -176,11 +281,7 @@ def _passes(ctx: Context) -> None:
     ctx.backend.capabilities(None)
 
 
-def _declared_no(ctx: Context) -> None:
-    ctx.require(Capability.CONTAINER_IMAGE)
-
-
-def _needs_a_fault(ctx: Context) -> None:
+def _loses_a_node(ctx: Context) -> None:
     ctx.faults.lose_node(ctx.start())
 
 
@@ -188,18 +289,31 @@ def _fails(ctx: Context) -> None:
     ctx.fail("answered maybe")
 
 
+TEST_CHECKS: tuple[tuple[str, Callable[[Context], None], str, Needs, Mapping[str, str]], ...] = (
+    ("TEST-901", _passes, "capabilities() can be asked.", Needs(), {}),
+    (
+        "TEST-902",
+        _passes,
+        "A container image runs.",
+        Needs(capabilities=(Capability.CONTAINER_IMAGE,)),
+        {},
+    ),
+    ("TEST-903", _loses_a_node, "A lost node ends the job.", Needs(faults=(Fault.LOSE_NODE,)), {}),
+    ("TEST-904", _fails, "Known broken rule.", Needs(), {"memory-plain": "issue 1"}),
+    ("TEST-905", _passes, "Fixed rule.", Needs(), {"memory-plain": "issue 2"}),
+    ("TEST-906", _fails, "The answer is yes or no.", Needs(), {"elsewhere": "not on this one"}),
+)
+
+
 def register_test_checks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """TEST-901 passes; 902 and 903 skip (declared no; cannot inject); 904 is an expected
-    failure that fails, 905 one that passes (strict: it fails); 906 fails."""
-    for check_id, func, rule, xfail in (
-        ("TEST-901", _passes, "capabilities() can be asked.", None),
-        ("TEST-902", _declared_no, "A container image runs.", None),
-        ("TEST-903", _needs_a_fault, "A lost node ends the job.", None),
-        ("TEST-904", _fails, "Known broken rule.", "issue 1"),
-        ("TEST-905", _passes, "Fixed rule.", "issue 2"),
-        ("TEST-906", _fails, "The answer is yes or no.", None),
-    ):
-        check = Check(check_id, rule, "test clause", "test", Tier.SMOKE, func, xfail)
+    """TEST-901 passes; 902 and 903 skip (a capability the adapter declares no; a fault the
+    harness lacks, before any backend); on ``memory-plain``, 904 is an expected failure that
+    fails, 905 one that passes (strict: it fails); 906 fails (its xfail_on names another
+    harness)."""
+    for check_id, func, rule, needs, xfail_on in TEST_CHECKS:
+        check = Check(
+            check_id, rule, "test clause", "test", Tier.SMOKE, func, needs, dict(xfail_on)
+        )
         monkeypatch.setitem(REGISTRY, check_id, check)
 
 
@@ -229,9 +343,9 @@ def test_run_prints_progress_and_writes_every_report(
         capsys,
         "run",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--harness",
-        "memory-kubeflow",
+        f"{HERE}:label_harness",
         "--report-dir",
         str(tmp_path),
         "--seed",
@@ -252,16 +366,21 @@ def test_run_prints_progress_and_writes_every_report(
     )
     assert code == (1 if totals["failed"] else 0)
     assert report["run"]["seed"] == 3 and report["run"]["tier"] == "smoke"
-    assert [h["label"] for h in report["run"]["harnesses"]] == ["memory-slurm", "memory-kubeflow"]
+    # Each harness with its spec and the identity model it declares.
+    assert report["run"]["harnesses"] == [
+        {"label": "toy", "spec": TOY, "identity": BY_NAME.as_dict()},
+        {"label": "toy-label", "spec": f"{HERE}:label_harness", "identity": BY_LABEL.as_dict()},
+    ]
+    assert report["run"]["harnesses"][1]["identity"]["lookup"] == "label"
     row = report["results"][0]
     assert set(row) >= {"id", "rule", "clause", "harness", "outcome", "reason", "duration", "seed"}
     assert row["seed"] == 3
-    assert set(report["capabilities"]) == {"memory-slurm", "memory-kubeflow"}
-    assert len(report["capabilities"]["memory-slurm"]["answers"]) == 14
+    assert set(report["capabilities"]) == {"toy", "toy-label"}
+    assert len(report["capabilities"]["toy"]["answers"]) == 14
 
     junit = ET.parse(tmp_path / "junit.xml").getroot()
     suites = junit.findall("testsuite")
-    assert [s.get("name") for s in suites] == ["memory-slurm", "memory-kubeflow"]
+    assert [s.get("name") for s in suites] == ["toy", "toy-label"]
     for suite in suites:
         cases = suite.findall("testcase")
         assert len(cases) == len(selected)
@@ -272,10 +391,32 @@ def test_run_prints_progress_and_writes_every_report(
             assert props["seed"] == "3"
 
     matrix = (tmp_path / "matrix.md").read_text()
-    assert "| capability | memory-slurm | memory-kubeflow |" in matrix
+    assert "| capability | toy | toy-label |" in matrix
     assert "| ContainerImage | no (declared) [" in matrix
     assert "| note | reason |" in matrix
     assert "does not model ContainerImage" in matrix
+
+
+def test_a_registered_harness_runs_by_its_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The built-in memory harness, by its entry point (it lives beside its adapter)."""
+    code, out, err = cli(
+        capsys,
+        "run",
+        "--harness",
+        "memory-slurm",
+        "--check",
+        "CAP-001",
+        "--report-dir",
+        str(tmp_path),
+    )
+    assert (code, err) == (0, "")
+    assert "  passed   CAP-001" in out
+    report = json.loads((tmp_path / "report.json").read_text())
+    [harness] = report["run"]["harnesses"]
+    assert harness["label"] == "memory-slurm"
+    assert harness["identity"]["lookup"] == "name"
 
 
 def test_run_passes_with_exit_status_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -283,7 +424,7 @@ def test_run_passes_with_exit_status_0(capsys: pytest.CaptureFixture[str], tmp_p
         capsys,
         "run",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--check",
         "CAP-001",
         "--report-dir",
@@ -320,7 +461,7 @@ def test_a_failing_check_exits_1_with_its_reason(
     assert "OutputRetained" in (failure.text or "")
 
 
-def test_skips_carry_their_reasons(
+def test_skips_carry_their_reasons_and_xfail_on_is_strict(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     register_test_checks(monkeypatch)
@@ -343,8 +484,12 @@ def test_skips_carry_their_reasons(
     )
     assert outcomes["TEST-903"] == ("skipped", "harness cannot inject lose_node")
     assert outcomes["TEST-904"] == ("skipped", "expected failure: issue 1")
+    # Strict: the expected failure that passed fails the run.
     assert outcomes["TEST-905"][0] == "failed"
     assert "passed, but it is a strict expected failure (issue 2)" in outcomes["TEST-905"][1]
+    # Per harness: an xfail_on that names another harness changes nothing here.
+    assert outcomes["TEST-906"][0] == "failed"
+    assert "adapter: answered maybe" in outcomes["TEST-906"][1]
     for check_id in ("TEST-902", "TEST-903", "TEST-904"):
         assert f"skipped: {outcomes[check_id][1]}" in out
     junit = ET.parse(tmp_path / "junit.xml").getroot()
@@ -352,6 +497,39 @@ def test_skips_carry_their_reasons(
         reason for outcome, reason in outcomes.values() if outcome == "skipped"
     }
     assert out.splitlines()[-1] == "1 passed, 2 failed, 3 skipped"
+
+
+def test_a_lacking_need_skips_before_any_backend_with_one_reason_everywhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_test_checks(monkeypatch)
+    check = REGISTRY["TEST-903"]
+    harness = ToyHarness()
+    result = Loaded(TOY, "toy", harness).run(check, 0)
+    assert (result.outcome.value, result.reason) == ("skipped", "harness cannot inject lose_node")
+    assert (harness.made, harness.calls) == (0, [])  # no backend, no begin/end
+    ran = Loaded(TOY, "toy", harness).run(REGISTRY["TEST-901"], 0)
+    assert ran.outcome.value == "passed"
+    assert (harness.made, harness.calls) == (1, ["begin TEST-901", "end TEST-901"])
+
+    # A harness's reason on two lines is one line in the progress, JUnit and report.json.
+    code, out, _ = cli(
+        capsys,
+        "run",
+        "--harness",
+        f"{HERE}:wordy_harness",
+        "--check",
+        "TEST-903",
+        "--report-dir",
+        str(tmp_path),
+    )
+    said = "no node here to lose (a toy scheduler)"
+    assert code == 0
+    assert f"skipped: {said}" in [line.strip() for line in out.splitlines()]
+    [row] = json.loads((tmp_path / "report.json").read_text())["results"]
+    assert (row["outcome"], row["reason"]) == ("skipped", said)
+    [skipped] = ET.parse(tmp_path / "junit.xml").getroot().iter("skipped")
+    assert skipped.get("message") == said
 
 
 @pytest.mark.parametrize(
@@ -362,13 +540,24 @@ def test_skips_carry_their_reasons(
         (f"{HERE}:missing_factory", "has no 'missing_factory'"),
         (f"{HERE}:exploding_harness", "failed: RuntimeError: no cluster here second line"),
         (f"{HERE}:not_a_harness", "gave int, not a conformance.Harness"),
+        (
+            f"{HERE}:no_identity_harness",
+            f"harness '{HERE}:no_identity_harness' declares no identity model: set identity = "
+            "IdentityModel(lookup=..., reuses_ids=..., requeue_moves_submit=..., "
+            "history_outlives_live=...) on it",
+        ),
+        (
+            f"{HERE}:misspelt_harness",
+            f"harness '{HERE}:misspelt_harness' offers 'lose_comments', which no check can need "
+            "(known: let_run, finish,",
+        ),
     ],
 )
 def test_a_bad_harness_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, spec: str, says: str
 ) -> None:
     for argv in (
-        ["run", "--harness", "memory-slurm", "--harness", spec, "--report-dir", str(tmp_path)],
+        ["run", "--harness", TOY, "--harness", spec, "--report-dir", str(tmp_path)],
         ["matrix", "--harness", spec, "--report-dir", str(tmp_path)],
         ["preflight", "--harness", spec, "--report-dir", str(tmp_path)],
     ):
@@ -397,8 +586,9 @@ def test_a_module_that_raises_on_import_is_one_line(
         [],
         ["frobnicate"],
         ["run"],
-        ["run", "--harness", "memory-slurm", "--tier", "huge"],
-        ["run", "--harness", "memory-slurm", "--seed", "x"],
+        ["run", "--harness", TOY, "--tier", "huge"],
+        ["run", "--harness", TOY, "--seed", "x"],
+        ["list", "--json", "--markdown"],
         ["matrix"],
         ["preflight"],
     ],
@@ -416,7 +606,7 @@ def test_a_check_selection_that_matches_nothing_exits_2(
         capsys,
         "run",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--check",
         "NOPE-",
         "--report-dir",
@@ -432,6 +622,10 @@ def test_a_check_selection_that_matches_nothing_exits_2(
         ([], "run the checks against adapters"),
         (["run"], "Run the conformance checks against each harness"),
         (["list"], "List the registered checks"),
+        (["list"], "--json print a JSON array with one object per check: id, tier, suite, rule"),
+        (["list"], "needs (capabilities, interfaces, faults, probes, identity"),
+        (["list"], "xfail_on (harness name to reason)"),
+        (["list"], "strict expected failure on"),
         (["harnesses"], "List the harnesses registered"),
         (["matrix"], "fourteen capability answers"),
         (["preflight"], "run the preflight probes"),
@@ -457,12 +651,112 @@ def test_list_shows_every_check(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.splitlines()[-1] == f"{len(checks('full'))} checks"
 
 
+def test_list_shows_needs_and_strict_expected_failures(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    register_test_checks(monkeypatch)
+    code, out, _ = cli(capsys, "list", "--check", "TEST-")
+    assert code == 0
+    lines = [line.strip() for line in out.splitlines()]
+    after = {
+        line.split()[0]: lines[i + 1] for i, line in enumerate(lines) if line.startswith("TEST-")
+    }
+    assert after["TEST-902"] == "needs: capabilities: ContainerImage"
+    assert after["TEST-903"] == "needs: faults: lose_node"
+    assert after["TEST-904"] == "strict expected failure on memory-plain: issue 1"
+    assert after["TEST-906"] == "strict expected failure on elsewhere: not on this one"
+    assert after["TEST-901"].startswith("TEST-902 ")  # nothing declared, nothing said
+
+
+def test_list_json_prints_one_object_per_check(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, out, err = cli(capsys, "list", "--json")
+    assert (code, err) == (0, "")
+    listed = json.loads(out)
+    assert [row["id"] for row in listed] == [c.id for c in checks("full")]
+    assert listed == [json.loads(json.dumps(c.as_dict())) for c in checks("full")]
+    for row in listed:
+        assert set(row) == {"id", "tier", "suite", "rule", "clause", "needs", "xfail_on"}
+        assert set(row["needs"]) >= {"capabilities", "interfaces", "faults", "probes"}
+        assert all(isinstance(v, list) for v in row["needs"].values())
+    assert {row["tier"] for row in listed} == {"smoke", "standard", "full"}
+    assert any(row["needs"]["faults"] for row in listed)
+    assert all(set(row["needs"]["faults"]) <= set(fault_needs()) for row in listed)
+    assert all(set(row["needs"]["probes"]) <= {p.value for p in Probe} for row in listed)
+
+    register_test_checks(monkeypatch)
+    code, out, _ = cli(capsys, "list", "--json", "--tier", "smoke", "--check", "TEST-90")
+    rows = {row["id"]: row for row in json.loads(out)}
+    assert rows["TEST-903"]["needs"] == {
+        "capabilities": [],
+        "interfaces": [],
+        "faults": ["lose_node"],
+        "probes": [],
+        "identity": [],
+    }
+    assert rows["TEST-902"]["needs"]["capabilities"] == ["ContainerImage"]
+    assert rows["TEST-904"]["xfail_on"] == {"memory-plain": "issue 1"}
+    assert rows["TEST-901"]["xfail_on"] == {}
+    assert rows["TEST-901"]["suite"] == "test" and rows["TEST-901"]["tier"] == "smoke"
+
+
+NEEDS_START = "<!-- needs table: dispatch-conformance list --markdown -->"
+NEEDS_END = "<!-- end of the needs table -->"
+
+
+def test_the_needs_table_in_the_harness_doc_is_what_list_json_gives(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = cli(capsys, "list", "--json")
+    assert code == 0
+    table = needs_markdown(json.loads(out))
+    code, markdown, _ = cli(capsys, "list", "--markdown")
+    assert (code, markdown) == (0, table)
+    doc = (ROOT / "docs" / "writing-a-harness.md").read_text()
+    assert doc.count(NEEDS_START) == 1 and doc.count(NEEDS_END) == 1
+    written = doc.split(NEEDS_START)[1].split(NEEDS_END)[0].strip()
+    assert written == table.strip(), (
+        "docs/writing-a-harness.md's needs table is stale: replace it with the output of "
+        "`dispatch-conformance list --markdown`"
+    )
+    assert table.count("\n") == len(checks("full")) + 2  # a header, a rule, a row per check
+
+
+def test_the_kit_imports_no_adapter_and_no_simulator() -> None:
+    """In a fresh process: the CLI, the plugin and every other module of the kit (its suites,
+    its steps, ...), and a listing of the checks, load nothing of adapters, simulators or tools
+    (harnesses load by entry point only)."""
+    program = """
+import contextlib, importlib, io, json, pkgutil, sys
+import conformance, conformance.cli, conformance.plugin
+for module in pkgutil.walk_packages(conformance.__path__, "conformance."):
+    try:
+        importlib.import_module(module.name)
+    except ImportError as error:  # an optional extra that is not installed (docker, ...)
+        if (error.name or "").partition(".")[0] in ("conformance", "dispatch_core"):
+            raise
+with contextlib.redirect_stdout(io.StringIO()):
+    conformance.cli.main(["list", "--json"])
+    conformance.cli.main(["harnesses"])
+roots = ("adapters", "simulators", "tools")
+print(json.dumps(sorted(m for m in sys.modules if m.partition(".")[0] in roots)))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
 def test_harnesses_lists_the_registered_names(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = cli(capsys, "harnesses")
     assert code == 0
     names = [line.split()[0] for line in out.splitlines()]
-    assert {"memory-slurm", "memory-kubeflow"} <= set(names)
-    assert "conformance.harnesses.memory:memory_slurm" in out
+    assert {"memory-slurm", "memory-kubeflow", "slurm-sim"} <= set(names)
+    targets = dict(line.split() for line in out.splitlines())
+    # The harnesses live beside their adapters, not in the kit.
+    assert all(target.startswith("adapters.") for target in targets.values()), targets
 
 
 def test_matrix_prints_and_writes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -470,7 +764,7 @@ def test_matrix_prints_and_writes(capsys: pytest.CaptureFixture[str], tmp_path: 
         capsys,
         "matrix",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--harness",
         f"{HERE}:no_cluster_harness",
         "--report-dir",
@@ -482,8 +776,8 @@ def test_matrix_prints_and_writes(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "| WorkingDirectory | yes (declared) [" in written
     assert "skipped: no Slurm on this machine" in written  # the harness that has no cluster
     data = json.loads((tmp_path / "matrix.json").read_text())
-    assert data["capabilities"]["memory-slurm"]["answers"]["Hold"]["value"] == "yes"
-    assert data["capabilities"]["memory-slurm"]["answers"]["Hold"]["source"] == "declared"
+    assert data["capabilities"]["toy"]["answers"]["Hold"]["value"] == "yes"
+    assert data["capabilities"]["toy"]["answers"]["Hold"]["source"] == "declared"
 
 
 def test_reports_never_carry_secrets_from_the_environment(
@@ -515,6 +809,8 @@ def test_reports_never_carry_secrets_from_the_environment(
 def test_preflight_probes_a_slurm_cluster_with_progress(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """The Slurm adapter's probes, through its own ``preflight(options)``: the CLI knows no
+    adapter."""
     code, out, err = cli(
         capsys,
         "preflight",
@@ -527,7 +823,10 @@ def test_preflight_probes_a_slurm_cluster_with_progress(
     )
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].startswith("preflight of sim-preflight (SlurmBackend): probing the cluster")
+    assert lines[0] == (
+        "preflight of sim-preflight (SlurmBackend): probing the cluster through its "
+        f"preflight(), each probe bounded by 180 s, probe files in {tmp_path}"
+    )
     assert lines[1] == "  reading scontrol show config"  # printed as the probes run
     header = next(line for line in lines if line.startswith("capability "))
     assert header.split() == ["capability", "value", "source", "reason"]
@@ -548,27 +847,52 @@ def test_preflight_probes_a_slurm_cluster_with_progress(
     assert "| NativeRequeue | no | probed | JobRequeue=0" in markdown
 
 
-def test_preflight_of_a_backend_with_its_own_probes(
+def test_preflight_hands_any_preflight_backend_the_options_and_prints_its_progress(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, _ = cli(
-        capsys, "preflight", "--harness", f"{HERE}:probing_harness", "--report-dir", str(tmp_path)
+    PROBED.clear()
+    code, out, err = cli(
+        capsys,
+        "preflight",
+        "--harness",
+        f"{HERE}:probing_harness",
+        "--report-dir",
+        str(tmp_path),
+        "--probe-dir",
+        "/scratch/site",
+        "--bound",
+        "42.5",
     )
-    assert code == 0
-    assert "running its preflight()" in out
-    line = next(line for line in out.splitlines() if line.startswith("OutputRead "))
+    assert (code, err) == (0, "")
+    [options] = PROBED
+    assert options is not None
+    assert (options.probe_dir, options.bound) == ("/scratch/site", 42.5)
+    lines = out.splitlines()
+    assert lines[:3] == [
+        "preflight of probing (Probing): probing the cluster through its preflight(), each "
+        "probe bounded by 42.5 s, probe files in /scratch/site",
+        "  reading the toy scheduler's settings",
+        "  probe job writes /scratch/site/probe.out",
+    ]
+    line = next(line for line in lines if line.startswith("OutputRead "))
     assert line.split()[:3] == ["OutputRead", "yes", "probed"]
-    assert json.loads((tmp_path / "preflight.json").read_text())["probed"] is True
+    hold = next(line for line in lines if line.startswith("Hold "))
+    assert hold.split()[:3] == ["Hold", "yes", "declared"]  # the adapter's own answers fill in
+    data = json.loads((tmp_path / "preflight.json").read_text())
+    assert data["probed"] is True and data["backend"] == "Probing"
+    assert data["progress"] == [
+        "reading the toy scheduler's settings",
+        "probe job writes /scratch/site/probe.out",
+    ]
+    assert len(data["capabilities"]) == 14
 
 
 def test_preflight_of_a_backend_without_probes(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, _ = cli(
-        capsys, "preflight", "--harness", "memory-slurm", "--report-dir", str(tmp_path)
-    )
+    code, out, _ = cli(capsys, "preflight", "--harness", TOY, "--report-dir", str(tmp_path))
     assert code == 0
-    assert "MemoryBackend has no preflight probes" in out
+    assert "preflight of toy: MemoryBackend has no preflight probes" in out
     assert "Hold" in out
     data = json.loads((tmp_path / "preflight.json").read_text())
     assert data["probed"] is False and len(data["capabilities"]) == 14
@@ -587,7 +911,7 @@ def test_preflight_failures_are_one_line(
     )
     assert code == 1
     assert one_line_error(err).startswith(
-        "dispatch-conformance: error: preflight of memory-slurm "
+        "dispatch-conformance: error: preflight of toy "
         "failed: OSError: sbatch: command not found exit 127 (at tests/conformance/test_cli.py:"
     )
     code, _, err = cli(
@@ -600,6 +924,6 @@ def test_preflight_failures_are_one_line(
     )
     assert code == 2
     assert one_line_error(err) == (
-        "dispatch-conformance: error: preflight of memory-slurm: "
+        "dispatch-conformance: error: preflight of toy: "
         "no cluster to probe: no Slurm on this machine (sbatch is not on PATH)"
     )

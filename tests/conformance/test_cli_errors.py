@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -22,12 +23,12 @@ import pytest
 
 import conformance.cli as cli_module
 import conformance.reports as reports
-from conformance import FaultInjector, Harness, checks, suite_for
+from adapters.memory import MemoryBackend
+from conformance import Fault, FaultInjector, Harness, checks, suite_for
 from conformance.checks import SelectionError
 from conformance.cli import EXIT_STATUSES
-from conformance.harnesses.memory import MemoryFaults, MemoryHarness, _memory
-from dispatch_core import Backend, ObjectRef
-from tests.conformance.test_cli import cli, one_line_error
+from dispatch_core import ObjectRef
+from tests.conformance.test_cli import TOY, NoIdentityHarness, ToyHarness, cli, one_line_error
 
 pytest_plugins = ["pytester"]
 
@@ -39,56 +40,67 @@ CAP = checks("full", ["CAP-001"])[0]
 # -- harnesses that raise --------------------------------------------------------------------
 
 
-class NoBackendHarness(MemoryHarness):
+class NoBackendHarness(ToyHarness):
     def __init__(self) -> None:
-        super().__init__("slurm")
-        self.name = "no-backend"
+        super().__init__("no-backend")
 
-    def new_backend(self) -> Backend:
+    def new_backend(self) -> MemoryBackend:
         raise RuntimeError("no cluster config\nat all")
 
 
-def no_backend() -> Harness:
+def no_backend() -> Harness[MemoryBackend]:
     return NoBackendHarness()
 
 
-class BadCloseHarness(MemoryHarness):
+class BadCloseHarness(ToyHarness):
     def __init__(self) -> None:
-        super().__init__("slurm")
-        self.name = "bad-close"
+        super().__init__("bad-close")
 
     def close(self) -> None:
         raise OSError("cannot remove the scratch directory")
 
 
-def bad_close() -> Harness:
+def bad_close() -> Harness[MemoryBackend]:
     return BadCloseHarness()
 
 
-class LetRunFails(MemoryFaults):
+class LetRunFails(FaultInjector):
     def let_run(self, ref: ObjectRef) -> None:
         raise RuntimeError("scheduler socket gone")
 
 
-class BadInjectorHarness(MemoryHarness):
+class BadInjectorHarness(ToyHarness):
+    offers = frozenset({Fault.LET_RUN.value})
+
     def __init__(self) -> None:
-        super().__init__("slurm")
-        self.name = "bad-injector"
+        super().__init__("bad-injector")
 
-    def faults(self, backend: Backend) -> FaultInjector:
-        return LetRunFails(_memory(backend))
+    def faults(self, backend: MemoryBackend) -> FaultInjector:
+        return LetRunFails()
 
 
-def bad_injector() -> Harness:
+def bad_injector() -> Harness[MemoryBackend]:
     return BadInjectorHarness()
 
 
-def exits() -> Harness:
+class BadEndHarness(ToyHarness):
+    def __init__(self) -> None:
+        super().__init__("bad-end")
+
+    def end(self, check_id: str) -> None:
+        raise RuntimeError(f"could not remove the namespace of {check_id}")
+
+
+def bad_end() -> Harness[MemoryBackend]:
+    return BadEndHarness()
+
+
+def exits() -> Harness[MemoryBackend]:
     sys.exit(0)
 
 
-def needs_an_argument(cluster: str) -> Harness:
-    return MemoryHarness("slurm")
+def needs_an_argument(cluster: str) -> Harness[MemoryBackend]:
+    return ToyHarness()
 
 
 def stderr(result: pytest.RunResult) -> list[str]:
@@ -136,7 +148,7 @@ def test_a_report_that_is_a_directory_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     (tmp_path / "junit.xml").mkdir()
-    code, out, err = cli(capsys, "run", "--harness", "memory-slurm", "--report-dir", str(tmp_path))
+    code, out, err = cli(capsys, "run", "--harness", TOY, "--report-dir", str(tmp_path))
     assert (code, out) == (2, "")
     assert one_line_error(err) == ERROR + (
         f"--report-dir {tmp_path}: junit.xml there is a directory, not a report"
@@ -149,9 +161,7 @@ def test_a_read_only_report_dir_is_refused(
 ) -> None:
     tmp_path.chmod(0o500)
     try:
-        code, _, err = cli(
-            capsys, "run", "--harness", "memory-slurm", "--report-dir", str(tmp_path)
-        )
+        code, _, err = cli(capsys, "run", "--harness", TOY, "--report-dir", str(tmp_path))
     finally:
         tmp_path.chmod(0o700)
     assert code == 2
@@ -166,8 +176,8 @@ def test_a_report_dir_that_cannot_be_written_into_is_refused(
     def read_only(**kwargs: object) -> tuple[int, str]:
         raise OSError(errno.EROFS, os.strerror(errno.EROFS))
 
-    monkeypatch.setattr(reports.tempfile, "mkstemp", read_only)
-    code, out, err = cli(capsys, "run", "--harness", "memory-slurm", "--report-dir", str(tmp_path))
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)  # as conformance.reports calls it
+    code, out, err = cli(capsys, "run", "--harness", TOY, "--report-dir", str(tmp_path))
     assert (code, out) == (2, "")
     assert one_line_error(err) == ERROR + (
         f"--report-dir {tmp_path}: cannot write into it (Read-only file system)"
@@ -176,7 +186,7 @@ def test_a_report_dir_that_cannot_be_written_into_is_refused(
 
 def test_the_plugin_refuses_an_unwritable_report_dir(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(
-        "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-report-dir=/dev/null"
+        f"--dispatch-harness={TOY}", *PLUGIN, "--dispatch-report-dir=/dev/null"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert stderr(result) == ["ERROR: --dispatch-report-dir /dev/null: not a directory"]
@@ -227,9 +237,7 @@ def test_every_report_the_cli_writes_goes_through_write_atomic(
     monkeypatch.setattr(reports, "write_atomic", recording)
     for command, extra in (("run", ["--check", "CAP-001"]), ("matrix", []), ("preflight", [])):
         directory = tmp_path / command
-        code, _, _ = cli(
-            capsys, command, "--harness", "memory-slurm", "--report-dir", str(directory), *extra
-        )
+        code, _, _ = cli(capsys, command, "--harness", TOY, "--report-dir", str(directory), *extra)
         assert code == 0
         written = sorted(p.name for p in directory.iterdir())
         assert written == sorted(through), command
@@ -247,7 +255,7 @@ def test_a_disk_that_fills_up_at_the_end_is_one_line_and_exit_2(
         capsys,
         "run",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--check",
         "CAP-001",
         "--report-dir",
@@ -264,7 +272,7 @@ def test_a_disk_that_fills_up_at_the_end_is_one_line_and_exit_2(
 def test_a_run_interrupted_while_writing_keeps_each_report_whole(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    argv = ["run", "--harness", "memory-slurm", "--check", "CAP-001", "--report-dir", str(tmp_path)]
+    argv = ["run", "--harness", TOY, "--check", "CAP-001", "--report-dir", str(tmp_path)]
     assert cli(capsys, *argv)[0] == 0
     before = {p.name: p.read_text() for p in tmp_path.iterdir()}
     replace = os.replace
@@ -380,6 +388,67 @@ def test_a_harness_whose_close_raises_exits_3(
         )
         assert code == 3, command
         assert "closing harness bad-close failed" in one_line_error(err)
+
+
+def test_a_harness_whose_end_raises_makes_the_check_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = cli(
+        capsys,
+        "run",
+        "--harness",
+        f"{HERE}:bad_end",
+        "--check",
+        "CAP-001",
+        "--report-dir",
+        str(tmp_path),
+    )
+    assert code == 3
+    assert (
+        "      [CAP-001] cleanup failed after the check passed: the harness's end(CAP-001) raised "
+        "RuntimeError: could not remove the namespace of CAP-001 (at "
+    ) in out
+    assert out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped, 1 harness error"
+    [row] = json.loads((tmp_path / "report.json").read_text())["results"]
+    assert row["outcome"] == "error"
+
+
+def test_a_harness_without_an_identity_model_is_refused_everywhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, pytester: pytest.Pytester
+) -> None:
+    spec = "tests.conformance.test_cli:no_identity_harness"
+    says = f"harness '{spec}' declares no identity model: set identity = IdentityModel("
+    for command in ("run", "matrix", "preflight"):
+        code, out, err = cli(capsys, command, "--harness", spec, "--report-dir", str(tmp_path))
+        assert (code, out) == (2, ""), command
+        assert one_line_error(err).startswith(ERROR + says), command
+    result = pytester.runpytest(f"--dispatch-harness={spec}", *PLUGIN)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert [line for line in stderr(result) if says in line]
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+
+
+def test_suite_for_says_a_harness_without_an_identity_model_on_each_check(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_mine="""
+        from conformance import suite_for
+        from tests.conformance.test_cli import NoIdentityHarness
+
+        test_anonymous = suite_for(NoIdentityHarness, checks=["CAP-001", "CAP-002"])
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rE")
+    result.assert_outcomes(errors=2)
+    said = (
+        "harness 'tests.conformance.test_cli:NoIdentityHarness' declares no identity model: "
+        "set identity = IdentityModel(*"
+    )
+    for check_id in ("CAP-001", "CAP-002"):
+        result.stdout.fnmatch_lines([f"*ERROR at setup of test_anonymous[[]{check_id}[]]*", said])
+    assert "Traceback" not in result.stdout.str()
+    assert NoIdentityHarness.__name__ in result.stdout.str()
 
 
 def test_a_harness_error_outranks_a_failed_check(
@@ -530,17 +599,17 @@ def test_suite_for_reports_a_harness_error_as_an_error(pytester: pytest.Pytester
 
 
 def test_suite_for_takes_one_id_given_as_a_string_as_one_id() -> None:
-    test = suite_for("memory-slurm", checks="CAP-001")
+    test = suite_for(TOY, checks="CAP-001")
     [marker] = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
     assert [c.id for c in marker.args[1]] == ["CAP-001"]
 
 
 def test_the_plugin_takes_a_tier_in_capitals(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(
-        "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-tier=SMOKE", "--collect-only", "-q"
+        f"--dispatch-harness={TOY}", *PLUGIN, "--dispatch-tier=SMOKE", "--collect-only", "-q"
     )
-    collected = [line for line in result.stdout.lines if line.startswith("memory-slurm::")]
-    assert collected == [f"memory-slurm::{c.id}" for c in checks("smoke")]
+    collected = [line for line in result.stdout.lines if line.startswith("toy::")]
+    assert collected == [f"toy::{c.id}" for c in checks("smoke")]
 
 
 @pytest.mark.parametrize(
@@ -555,7 +624,7 @@ def test_suite_for_refuses_a_selection_that_runs_something_else(
     kwargs: dict[str, object], says: str
 ) -> None:
     with pytest.raises(SelectionError) as refused:
-        suite_for("memory-slurm", **kwargs)  # type: ignore[arg-type]
+        suite_for(TOY, **kwargs)  # type: ignore[arg-type]
     assert str(refused.value).startswith(says)
 
 
@@ -567,9 +636,7 @@ def test_suite_for_refuses_a_selection_that_runs_something_else(
 def test_an_empty_check_id_is_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str, empty: str
 ) -> None:
-    harness = (
-        ["--harness", "memory-slurm", "--report-dir", str(tmp_path)] if command == "run" else []
-    )
+    harness = ["--harness", TOY, "--report-dir", str(tmp_path)] if command == "run" else []
     code, out, err = cli(capsys, command, *harness, "--check", "CAP-001", "--check", empty)
     assert (code, out) == (2, "")
     assert one_line_error(err) == ERROR + (
@@ -583,7 +650,7 @@ def test_check_ids_match_in_any_case(capsys: pytest.CaptureFixture[str], tmp_pat
         capsys,
         "run",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--check",
         "cap-001",
         "--report-dir",
@@ -612,9 +679,7 @@ def test_check_ids_match_in_any_case(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_every_check_id_must_select_a_check(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], says: str
 ) -> None:
-    code, out, err = cli(
-        capsys, "run", "--harness", "memory-slurm", *argv, "--report-dir", str(tmp_path)
-    )
+    code, out, err = cli(capsys, "run", "--harness", TOY, *argv, "--report-dir", str(tmp_path))
     assert (code, out) == (2, "")
     assert one_line_error(err) == ERROR + says
 
@@ -630,7 +695,7 @@ def test_a_check_of_a_higher_tier_names_the_tier_to_add(
         capsys,
         "run",
         "--harness",
-        "memory-slurm",
+        TOY,
         "--tier",
         "smoke",
         "--check",
@@ -648,13 +713,13 @@ def test_a_check_of_a_higher_tier_names_the_tier_to_add(
 def test_the_plugin_refuses_an_empty_check_id_and_matches_in_any_case(
     pytester: pytest.Pytester,
 ) -> None:
-    refused = pytester.runpytest("--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-check=")
+    refused = pytester.runpytest(f"--dispatch-harness={TOY}", *PLUGIN, "--dispatch-check=")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     assert stderr(refused) == [
         "ERROR: --dispatch-check '' names no check: give a check id or an id prefix such as "
         "IDENT- (see: dispatch-conformance list)"
     ]
-    ran = pytester.runpytest("--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-check=cap-001")
+    ran = pytester.runpytest(f"--dispatch-harness={TOY}", *PLUGIN, "--dispatch-check=cap-001")
     ran.assert_outcomes(passed=1)
 
 
@@ -667,17 +732,17 @@ def test_the_plugin_refuses_an_empty_check_id_and_matches_in_any_case(
         ([], "a command is required: run, list, harnesses, matrix or preflight (see: dispatch-conformance --help)"),
         (["run"], "the following arguments are required: --harness (see: dispatch-conformance run --help)"),
         (["matrix"], "the following arguments are required: --harness (see: dispatch-conformance matrix --help)"),
-        (["run", "--harness", "memory-slurm", "--frob"], "unrecognized arguments: --frob (see: dispatch-conformance --help)"),
-        (["run", "--harness", "memory-slurm", "--seed", "x"], "argument --seed: 'x' is not a whole number (see: dispatch-conformance run --help)"),
-        (["run", "--harness", "memory-slurm", "--seed", "1.5"], "argument --seed: '1.5' is not a whole number (see: dispatch-conformance run --help)"),
-        (["run", "--harness", "memory-slurm", "--seed", ""], "argument --seed: '' is not a whole number (see: dispatch-conformance run --help)"),
-        (["run", "--harness", "memory-slurm", "--seed"], "argument --seed: expected one argument (see: dispatch-conformance run --help)"),
-        (["preflight", "--harness", "memory-slurm", "--bound", "0"], "argument --bound: '0': give a number of seconds above 0 (see: dispatch-conformance preflight --help)"),
-        (["preflight", "--harness", "memory-slurm", "--bound", "nan"], "argument --bound: 'nan': give a number of seconds above 0 (see: dispatch-conformance preflight --help)"),
-        (["preflight", "--harness", "memory-slurm", "--bound", "soon"], "argument --bound: 'soon' is not a number of seconds (see: dispatch-conformance preflight --help)"),
-        (["preflight", "--harness", "memory-slurm", "--probe-dir", ""], "argument --probe-dir: empty: give an absolute directory on the cluster (see: dispatch-conformance preflight --help)"),
-        (["preflight", "--harness", "memory-slurm", "--probe-dir", "scratch"], "argument --probe-dir: 'scratch' is not an absolute path (the probe jobs run on the cluster's nodes: give one such as /scratch/me) (see: dispatch-conformance preflight --help)"),
-        (["preflight", "--harness", "memory-slurm", "--harness", "memory-kubeflow"], "preflight probes one harness: --harness is given 2 times"),
+        (["run", "--harness", TOY, "--frob"], "unrecognized arguments: --frob (see: dispatch-conformance --help)"),
+        (["run", "--harness", TOY, "--seed", "x"], "argument --seed: 'x' is not a whole number (see: dispatch-conformance run --help)"),
+        (["run", "--harness", TOY, "--seed", "1.5"], "argument --seed: '1.5' is not a whole number (see: dispatch-conformance run --help)"),
+        (["run", "--harness", TOY, "--seed", ""], "argument --seed: '' is not a whole number (see: dispatch-conformance run --help)"),
+        (["run", "--harness", TOY, "--seed"], "argument --seed: expected one argument (see: dispatch-conformance run --help)"),
+        (["preflight", "--harness", TOY, "--bound", "0"], "argument --bound: '0': give a number of seconds above 0 (see: dispatch-conformance preflight --help)"),
+        (["preflight", "--harness", TOY, "--bound", "nan"], "argument --bound: 'nan': give a number of seconds above 0 (see: dispatch-conformance preflight --help)"),
+        (["preflight", "--harness", TOY, "--bound", "soon"], "argument --bound: 'soon' is not a number of seconds (see: dispatch-conformance preflight --help)"),
+        (["preflight", "--harness", TOY, "--probe-dir", ""], "argument --probe-dir: empty: give an absolute directory on the cluster (see: dispatch-conformance preflight --help)"),
+        (["preflight", "--harness", TOY, "--probe-dir", "scratch"], "argument --probe-dir: 'scratch' is not an absolute path (the probe jobs run on the cluster's nodes: give one such as /scratch/me) (see: dispatch-conformance preflight --help)"),
+        (["preflight", "--harness", TOY, "--harness", "memory-kubeflow"], "preflight probes one harness: --harness is given 2 times"),
     ],
 )  # fmt: skip
 def test_a_bad_command_line_is_one_line_and_exit_2(
@@ -688,9 +753,7 @@ def test_a_bad_command_line_is_one_line_and_exit_2(
     assert one_line_error(err) == ERROR + says
 
 
-@pytest.mark.parametrize(
-    "argv", [["frobnicate"], ["run", "--harness", "memory-slurm", "--tier", "huge"]]
-)
+@pytest.mark.parametrize("argv", [["frobnicate"], ["run", "--harness", TOY, "--tier", "huge"]])
 def test_a_bad_choice_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], argv: list[str]
 ) -> None:
@@ -706,7 +769,7 @@ def test_a_bad_choice_is_one_line_and_exit_2(
 
 def test_a_tier_in_capitals_is_the_tier(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = cli(
-        capsys, "run", "--harness", "memory-slurm", "--tier", "SMOKE", "--report-dir", str(tmp_path)
+        capsys, "run", "--harness", TOY, "--tier", "SMOKE", "--report-dir", str(tmp_path)
     )
     assert code in (0, 1)
     assert out.splitlines()[0].startswith(

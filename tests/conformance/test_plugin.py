@@ -14,12 +14,13 @@ import pytest
 
 import conformance.suites  # noqa: F401  (registered once here, not inside a pytester run)
 from conformance import checks
-from tests.conformance.test_cli import register_test_checks
+from tests.conformance.test_cli import BY_LABEL, BY_NAME, TOY, register_test_checks
 
 pytest_plugins = ["pytester"]
 
 PLUGIN = ("-p", "conformance.plugin")
 HERE = "tests.conformance.test_cli"
+LABEL = f"{HERE}:label_harness"
 
 
 @pytest.fixture
@@ -54,8 +55,8 @@ def test_without_a_harness_it_adds_nothing(pytester: pytest.Pytester) -> None:
 
 def test_one_item_per_harness_and_check(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(
-        "--dispatch-harness=memory-slurm",
-        "--dispatch-harness=memory-kubeflow",
+        f"--dispatch-harness={TOY}",
+        f"--dispatch-harness={LABEL}",
         *PLUGIN,
         "--dispatch-check=CAP-001",
         "--dispatch-check=CAP-002",
@@ -64,12 +65,12 @@ def test_one_item_per_harness_and_check(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         [
-            "dispatch conformance: memory-slurm, memory-kubeflow; 2 standard-tier checks each, seed 0",
+            "dispatch conformance: toy, toy-label; 2 standard-tier checks each, seed 0",
             "*collected 4 items",
-            "memory-slurm::CAP-001 PASSED*",
-            "memory-slurm::CAP-002 PASSED*",
-            "memory-kubeflow::CAP-001 PASSED*",
-            "memory-kubeflow::CAP-002 PASSED*",
+            "toy::CAP-001 PASSED*",
+            "toy::CAP-002 PASSED*",
+            "toy-label::CAP-001 PASSED*",
+            "toy-label::CAP-002 PASSED*",
             "*- dispatch conformance -*",
             "4 passed, 0 failed, 0 skipped",
         ]
@@ -79,14 +80,14 @@ def test_one_item_per_harness_and_check(pytester: pytest.Pytester) -> None:
 @pytest.mark.parametrize("tier", ["smoke", "standard", "full"])
 def test_each_tier_collects_its_checks(pytester: pytest.Pytester, tier: str) -> None:
     result = pytester.runpytest(
-        "--dispatch-harness=memory-slurm",
+        f"--dispatch-harness={TOY}",
         *PLUGIN,
         f"--dispatch-tier={tier}",
         "--collect-only",
         "-q",
     )
-    collected = [line for line in result.stdout.lines if line.startswith("memory-slurm::")]
-    assert collected == [f"memory-slurm::{c.id}" for c in checks(tier)]
+    collected = [line for line in result.stdout.lines if line.startswith("toy::")]
+    assert collected == [f"toy::{c.id}" for c in checks(tier)]
 
 
 @pytest.mark.usefixtures("registered_checks")
@@ -138,6 +139,38 @@ def test_outcomes_skip_reasons_and_strict_xfail(pytester: pytest.Pytester) -> No
     assert "adapter: answered maybe" in (failure.text or "")
 
 
+@pytest.mark.usefixtures("registered_checks")
+def test_xfail_on_holds_on_the_harness_it_names_only(pytester: pytest.Pytester) -> None:
+    reports = pytester.path / "reports"
+    result = pytester.runpytest(
+        f"--dispatch-harness={HERE}:plain_harness",
+        f"--dispatch-harness={LABEL}",
+        *PLUGIN,
+        "--dispatch-check=TEST-904",
+        "--dispatch-check=TEST-905",
+        f"--dispatch-report-dir={reports}",
+        "-rA",
+    )
+    # memory-plain: 904 fails as expected (xfailed), 905 passes where a failure was expected
+    # (strict: it fails); toy-label is not named: 904 fails, 905 passes.
+    result.assert_outcomes(passed=1, xfailed=1, failed=2)
+    lines = result.stdout.lines
+    assert "XFAIL memory-plain::TEST-904 - expected failure: issue 1" in lines
+    assert any(line.startswith("FAILED memory-plain::TEST-905 - ") for line in lines)
+    assert any(line.startswith("FAILED toy-label::TEST-904 - [TEST-904] rule:") for line in lines)
+    assert "PASSED toy-label::TEST-905" in lines
+    report = json.loads((reports / "report.json").read_text())
+    outcomes = {(r["harness"], r["id"]): r["outcome"] for r in report["results"]}
+    assert outcomes == {
+        ("memory-plain", "TEST-904"): "skipped",
+        ("memory-plain", "TEST-905"): "failed",
+        ("toy-label", "TEST-904"): "failed",
+        ("toy-label", "TEST-905"): "passed",
+    }
+    identities = {h["label"]: h["identity"] for h in report["run"]["harnesses"]}
+    assert identities == {"memory-plain": BY_NAME.as_dict(), "toy-label": BY_LABEL.as_dict()}
+
+
 def test_a_broken_adapter_fails_the_named_rule(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(
         f"--dispatch-harness={HERE}:broken_harness", *PLUGIN, "--dispatch-check=CAP-001"
@@ -155,7 +188,7 @@ def test_a_broken_adapter_fails_the_named_rule(pytester: pytest.Pytester) -> Non
 def test_report_dir_gets_every_report(pytester: pytest.Pytester) -> None:
     reports = pytester.path / "reports"
     result = pytester.runpytest(
-        "--dispatch-harness=memory-slurm",
+        f"--dispatch-harness={TOY}",
         f"--dispatch-harness={HERE}:broken_harness",
         *PLUGIN,
         "--dispatch-check=CAP-001",
@@ -167,14 +200,18 @@ def test_report_dir_gets_every_report(pytester: pytest.Pytester) -> None:
     )
     report = json.loads((reports / "report.json").read_text())
     assert report["run"]["runner"] == "pytest"
+    assert report["run"]["harnesses"] == [
+        {"label": "toy", "spec": TOY, "identity": BY_NAME.as_dict()},
+        {"label": "broken", "spec": f"{HERE}:broken_harness", "identity": BY_NAME.as_dict()},
+    ]
     assert [(r["harness"], r["id"], r["outcome"]) for r in report["results"]] == [
-        ("memory-slurm", "CAP-001", "passed"),
+        ("toy", "CAP-001", "passed"),
         ("broken", "CAP-001", "failed"),
     ]
     suites = ET.parse(reports / "junit.xml").getroot().findall("testsuite")
-    assert [s.get("name") for s in suites] == ["memory-slurm", "broken"]
+    assert [s.get("name") for s in suites] == ["toy", "broken"]
     matrix = (reports / "matrix.md").read_text()
-    assert "| capability | memory-slurm | broken |" in matrix
+    assert "| capability | toy | broken |" in matrix
     assert "| OutputRetained | no (declared) [" in matrix
     assert "| OutputRetained | no (declared) [" in matrix and "not answered |" in matrix
 
@@ -183,6 +220,7 @@ def test_a_bad_harness_is_a_usage_error(pytester: pytest.Pytester) -> None:
     for spec, says in (
         ("nope", "no harness named 'nope'"),
         (f"{HERE}:exploding_harness", "RuntimeError: no cluster here second line"),
+        (f"{HERE}:misspelt_harness", "offers 'lose_comments', which no check can need"),
     ):
         result = pytester.runpytest(f"--dispatch-harness={spec}", *PLUGIN)
         assert result.ret == pytest.ExitCode.USAGE_ERROR
@@ -193,22 +231,20 @@ def test_a_bad_harness_is_a_usage_error(pytester: pytest.Pytester) -> None:
 def test_own_tests_run_beside_the_checks_when_paths_are_named(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_mine():\n    assert True\n")
     only = pytester.runpytest(
-        "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-check=CAP-001", "-v"
+        f"--dispatch-harness={TOY}", *PLUGIN, "--dispatch-check=CAP-001", "-v"
     )
     only.assert_outcomes(passed=1)
     only.stdout.fnmatch_lines(["*only the checks run*"])
     both = pytester.runpytest(
-        ".", "--dispatch-harness=memory-slurm", *PLUGIN, "--dispatch-check=CAP-001", "-v"
+        ".", f"--dispatch-harness={TOY}", *PLUGIN, "--dispatch-check=CAP-001", "-v"
     )
     both.assert_outcomes(passed=2)
-    both.stdout.fnmatch_lines(["*test_mine PASSED*", "memory-slurm::CAP-001 PASSED*"])
+    both.stdout.fnmatch_lines(["*test_mine PASSED*", "toy::CAP-001 PASSED*"])
 
 
 def test_every_way_of_loading_it_works_beside_the_entry_point(pytester: pytest.Pytester) -> None:
     for args in (("-p", "dispatch_conformance"), ()):
-        result = pytester.runpytest(
-            "--dispatch-harness=memory-slurm", *args, "--dispatch-check=CAP-001"
-        )
+        result = pytester.runpytest(f"--dispatch-harness={TOY}", *args, "--dispatch-check=CAP-001")
         result.assert_outcomes(passed=1)
 
 
@@ -233,10 +269,9 @@ def test_suite_for_imports_the_suite_into_an_authors_module(pytester: pytest.Pyt
     pytester.makepyfile(
         test_my_adapter=f"""
         from conformance import suite_for
-        from conformance.harnesses.memory import MemoryHarness
-        from {HERE} import broken_harness
+        from {HERE} import ToyHarness, broken_harness
 
-        test_memory = suite_for(MemoryHarness, checks=["CAP-001", "TEST-902"], seed=5)
+        test_memory = suite_for(ToyHarness, checks=["CAP-001", "TEST-902"], seed=5)
         test_broken = suite_for(broken_harness, checks=["CAP-001"])
         test_named = suite_for("{HERE}:plain_harness", checks=["TEST-903"])
         """
@@ -259,7 +294,7 @@ def test_suite_for_imports_the_suite_into_an_authors_module(pytester: pytest.Pyt
     assert "Traceback" not in out
     cases = {(c.get("name") or ""): c for c in ET.parse(junit).getroot().iter("testcase")}
     assert props(cases["test_memory[CAP-001]"]) == {
-        "harness": "memory-slurm",
+        "harness": "toy",
         "check": "CAP-001",
         "seed": "5",
     }
@@ -268,5 +303,5 @@ def test_suite_for_imports_the_suite_into_an_authors_module(pytester: pytest.Pyt
 
 def test_a_conftest_may_name_it_too(pytester: pytest.Pytester) -> None:
     pytester.makeconftest('pytest_plugins = ["conformance.plugin"]\n')
-    result = pytester.runpytest("--dispatch-harness=memory-slurm", "--dispatch-check=CAP-001")
+    result = pytester.runpytest(f"--dispatch-harness={TOY}", "--dispatch-check=CAP-001")
     result.assert_outcomes(passed=1)
