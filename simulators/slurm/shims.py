@@ -31,12 +31,13 @@ How the state is kept: ``DIR/trace.jsonl`` (see :mod:`simulators.slurm.trace`) i
 append-only history and its source of truth. A server process (``python -m
 simulators.slurm.shims --state-dir DIR serve``, started by the first call that finds none, and
 gone after ``--idle-exit`` seconds without a call, or on ``stop``) holds the simulator in memory,
-rebuilt once from the trace when it starts, and answers the shims on the Unix socket
-``DIR/sock`` (:mod:`simulators.slurm.shim_client`). Each call's new records are appended to the
-trace (and fsynced) before its answer is sent, so a crash loses at most a call whose caller got
-no answer, and a torn last line is dropped when the next server starts. The server holds
-``DIR/lock`` for its life, so calls serialise and one server owns the directory; when the
-simulator's code or the trace changes under it, it stops and the next call starts a fresh one.
+rebuilt once from the trace when it starts (:func:`simulators.slurm.replay.rebuild`), and
+answers the shims on the Unix socket ``DIR/sock`` (:mod:`simulators.slurm.shim_client`). Each
+call's new records are appended to the trace (and fsynced) before its answer is sent, so a crash
+loses at most a call whose caller got no answer, and a torn last line is dropped when the next
+server starts. The server holds ``DIR/lock`` for its life, so calls serialise and one server
+owns the directory; when the simulator's code or the trace changes under it, it stops and the
+next call starts a fresh one.
 
 Exit statuses of ``dispatch-slurm-shims``: 0 done; 1 the simulated cluster refused (an unknown
 job, a job not running, a fault that cannot hit, a command that is not simulated); 2 bad usage
@@ -74,6 +75,7 @@ from simulators.slurm.config import MAX_JOB_ID_CAP, SlurmConfig
 from simulators.slurm.controller import Job, JobState, SlurmError
 from simulators.slurm.execute import ExecuteMode
 from simulators.slurm.faults import FAULTS, FaultError, Faults, check_arguments
+from simulators.slurm.replay import check_record, rebuild
 from simulators.slurm.shim_client import (
     EXIT_REFUSED,
     EXIT_STATE,
@@ -94,15 +96,7 @@ from simulators.slurm.shim_client import (
     send,
     stop,
 )
-from simulators.slurm.trace import (
-    TRACE_VERSION,
-    advance,
-    check_record,
-    config_from,
-    dumps,
-    env_subset,
-    rebuild,
-)
+from simulators.slurm.trace import TRACE_VERSION, advance, config_from, dumps, env_subset
 
 if TYPE_CHECKING:
     from simulators.slurm.sim import SlurmSim

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from simulators.slurm.replay import replay
 from simulators.slurm.shim_client import stop
 from simulators.slurm.shims import SLURM_COMMANDS, STATE_FILE
-from simulators.slurm.trace import load, replay
+from simulators.slurm.trace import load
 
 ROOT = Path(__file__).resolve().parents[2]
 CTL = [sys.executable, "-m", "simulators.slurm.shims"]

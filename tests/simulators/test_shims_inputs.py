@@ -220,7 +220,7 @@ def test_after_every_refusal_the_cluster_still_answers(
         "",
         0,
     )
-    from simulators.slurm.trace import replay
+    from simulators.slurm.replay import replay
 
     assert replay(state / STATE_FILE).ok
 

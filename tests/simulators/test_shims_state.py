@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from simulators.slurm import SlurmSim, shims
+from simulators.slurm.replay import rebuild, replay
 from simulators.slurm.shim_client import stop
 from simulators.slurm.shims import STATE_FILE, Server
-from simulators.slurm.trace import load, rebuild, replay
+from simulators.slurm.trace import load
 
 SCRIPT = "#!/bin/sh\nsleep 600\n"
 

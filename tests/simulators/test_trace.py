@@ -3,13 +3,15 @@ with no difference; a changed configuration shows its differences."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from simulators.slurm import SlurmConfig, SlurmSim
-from simulators.slurm.trace import config_from, env_subset, load, rebuild, replay
+from simulators.slurm import SlurmConfig, SlurmSim, trace
+from simulators.slurm.replay import rebuild, replay
+from simulators.slurm.trace import command_argv, config_from, env_subset, load
 
 JOB_SH = "#!/bin/sh\n#SBATCH --time=10\nsleep 600\n"
 CONFIG = SlurmConfig(max_job_id=12, min_job_age=5, cpus_per_node=2)
@@ -159,3 +161,29 @@ def test_a_rebuild_without_the_reads_reaches_the_same_state(tmp_path: Path) -> N
         seen.append(probe.run(["scontrol", "show", "job", "-o"]).stdout)
         answers.append((seen, probe.controller.now, sorted(probe.controller.jobs)))
     assert answers[0] == answers[1] == answers[2]
+
+
+def test_recording_imports_nothing_that_replays() -> None:
+    """Replay imports the recording, never the other way round: ``trace`` (the format and the
+    recording) names neither ``replay`` nor what replay drives (the simulator, its faults)
+    outside type annotations."""
+    tree = ast.parse(Path(trace.__file__).read_text(encoding="utf-8"))
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in ast.walk(block)
+    }
+    imported = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module)
+        elif isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+    forbidden = {"simulators.slurm.replay", "simulators.slurm.sim", "simulators.slurm.faults"}
+    assert imported & forbidden == set()
+    assert "simulators.slurm.config" in imported  # the walk sees the module's imports
+    # what the conformance harness imports from the trace module stays there
+    assert command_argv(["env", "TZ=UTC", "squeue", "-h"]) == ["squeue", "-h"]
