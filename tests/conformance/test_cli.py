@@ -723,6 +723,67 @@ def test_the_needs_table_in_the_harness_doc_is_what_list_json_gives(
     assert table.count("\n") == len(checks("full")) + 2  # a header, a rule, a row per check
 
 
+EXAMPLE = "<!-- the harness example: tests/conformance/test_cli.py runs this block -->"
+
+
+def doc_example() -> str:
+    """The harness of docs/writing-a-harness.md, as written there."""
+    doc = (ROOT / "docs" / "writing-a-harness.md").read_text()
+    assert doc.count(EXAMPLE) == 1
+    block = doc.split(EXAMPLE, 1)[1].lstrip("\n")
+    assert block.startswith("```python\n")
+    return block.removeprefix("```python\n").split("\n```\n", 1)[0] + "\n"
+
+
+def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The doc's harness for a label-based scheduler: strict mypy with no ``type: ignore``,
+    and on the full tier nothing fails and nothing errs; its skips are only what a label
+    scheduler cannot have (id reuse, history, a comma in a label) and what the toy declares
+    no."""
+    from mypy import api
+
+    code_text = doc_example()
+    assert "type: ignore" not in code_text and "cast(" not in code_text
+    module = tmp_path / "doc_toy_harness.py"
+    module.write_text(code_text)
+    said, errors, status = api.run(
+        ["--strict", "--config-file", str(ROOT / "pyproject.toml"), str(module)]
+    )
+    assert status == 0, said + errors
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    reports = tmp_path / "reports"
+    code, out, err = cli(
+        capsys,
+        "run",
+        "--harness",
+        "doc_toy_harness:make",
+        "--tier",
+        "full",
+        "--report-dir",
+        str(reports),
+    )
+    assert (code, err) == (0, ""), out
+    report = json.loads((reports / "report.json").read_text())
+    assert report["run"]["harnesses"][0]["identity"] == BY_LABEL.as_dict()
+    rows = report["results"]
+    assert {r["outcome"] for r in rows} <= {"passed", "skipped"}
+    skipped = {r["id"]: r["reason"] for r in rows if r["outcome"] == "skipped"}
+    allowed = (
+        "the harness's target has no native id reuse",
+        "the harness's target has no history beyond the live view",
+        "harness cannot inject look_alike:comma_list",
+        "adapter declares ",
+        "the adapter is not a NativePolicyCompiler",
+    )
+    for check_id, reason in skipped.items():
+        assert reason.startswith(allowed), (check_id, reason)
+    ran = {r["id"] for r in rows if r["outcome"] == "passed"}
+    assert {"IDENT-002", "IDENT-004", "IDENT-017", "IDENT-018", "HOLD-001"} <= ran
+
+
 def test_the_kit_imports_no_adapter_and_no_simulator() -> None:
     """In a fresh process: the CLI, the plugin and every other module of the kit (its suites,
     its steps, ...), and a listing of the checks, load nothing of adapters, simulators or tools
