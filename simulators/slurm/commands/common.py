@@ -1,11 +1,13 @@
 """What several Slurm commands share: the job state names Slurm's clients know, the signal
-names ``sig_name2num`` knows, C's ``strtol``, the exception a command raises to stop with an
-exit status, and the runner of byte-writing commands."""
+names ``sig_name2num`` knows, C's ``strtol``, the time squeue's and sacct's headers print, the
+exception a command raises to stop with an exit status (and :func:`exit_with`, which prints its
+line first), and the runner of byte-writing commands."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
 from simulators.slurm.sim import Output
@@ -93,6 +95,18 @@ class CommandExit(Exception):
     def __init__(self, returncode: int) -> None:
         super().__init__(returncode)
         self.returncode = returncode
+
+
+def exit_with(result: Output, line: str, code: int = 1) -> CommandExit:
+    """Print ``line`` on stderr and give the :class:`CommandExit` (status ``code``) to raise."""
+    result.err(line)
+    return CommandExit(code)
+
+
+def ctime(epoch: int) -> str:
+    """``epoch`` as squeue's and sacct's headers print a time, in UTC: ``Mon Nov 30 13:45:00
+    2026`` (C's ``ctime`` layout without its newline, the day of the month zero-padded)."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%a %b %d %H:%M:%S %Y")
 
 
 def run_to_bytes(

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from simulators.slurm.commands.common import STATES, CommandExit, run_to_bytes
+from simulators.slurm.commands.common import STATES, CommandExit, ctime, exit_with, run_to_bytes
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse, refuse
 from simulators.slurm.commands.squeue import dump_pretty, ranged
 from simulators.slurm.controller import AcctRecord, JobState
@@ -610,11 +610,6 @@ def sacct(sim: SlurmSim, args: list[str], stdin: str | None, env: Mapping[str, s
     return run_to_bytes(_run, sim, args, env)
 
 
-def _fail(result: Output, line: str, code: int = 1) -> CommandExit:
-    result.err(line)
-    return CommandExit(code)
-
-
 def _run(
     sim: SlurmSim, args: list[str], env: Mapping[str, str], result: Output, out: bytearray
 ) -> None:
@@ -690,7 +685,7 @@ def _options(
             try:
                 moment = _parse_past(text, now)
             except TimeSpecError as error:
-                raise _fail(result, str(error)) from None
+                raise exit_with(result, str(error)) from None
             if key == "endtime":
                 query.end = moment
             else:
@@ -698,7 +693,7 @@ def _options(
         elif key == "env-vars":
             env_vars = True
         elif key == "file":
-            raise _fail(result, f"{text} is not a valid file")
+            raise exit_with(result, f"{text} is not a valid file")
         elif key == "help":
             help_kind = "help"
         elif key == "name":
@@ -731,7 +726,7 @@ def _options(
                 continue
             all_users = False
             user_given = True
-            query.users = (query.users or []) + _user_list(sim, text, result)
+            query.users = (query.users or []) + _uids_refusing_unknown(sim, text, result)
         elif key == "verbose":
             verbosity += 1
         elif key == "version":
@@ -741,52 +736,52 @@ def _options(
             query.no_steps = True
         elif key == "whole-hetjob":
             if value is not None and value.lower() not in ("yes", "y", "no", "n"):
-                raise _fail(
+                raise exit_with(
                     result,
                     f'{PROG}: error: Invalid --whole-hetjob value "{value}". '
                     "Valid values: [yes|no].",
                 )
         elif key == "yaml":
-            raise _fail(result, f"{PROG}: error: --yaml is not supported by this simulator")
+            raise exit_with(result, f"{PROG}: error: --yaml is not supported by this simulator")
     cli.check()
     if (script or env_vars) and not query.steps:
         reason = "job environment" if env_vars else "job scripts"
-        raise _fail(
+        raise exit_with(
             result,
             f"{PROG}: fatal: When requesting {reason} you must also request specific jobs "
             "with the '-j' option.",
         )
     if script and env_vars:
-        raise _fail(
+        raise exit_with(
             result, f"{PROG}: fatal: Options --batch-script and --env-vars are mutually exclusive"
         )
     if long_output and field_list is not None:
-        raise _fail(
+        raise exit_with(
             result,
             f"{PROG}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. "
             "Please remove one and retry.",
         )
     _default_window(query, now)
     if query.end and query.start > query.end:
-        raise _fail(
+        raise exit_with(
             result,
             f"{PROG}: error: Start time ({_date(query.start, env)}) requested is after end "
             f"time ({_date(query.end, env)}).",
         )
     if verbosity:
         states = ",".join(_state_label(s) for s in query.states) if query.states else "Eligible"
-        start_text = "Epoch 0" if not query.start else _ctime(query.start)
-        end_text = _ctime(query.end)
+        start_text = "Epoch 0" if not query.start else ctime(query.start)
+        end_text = ctime(query.end)
         if start_text != end_text:
             result.err(f"{PROG}: Jobs {states} in the time window from {start_text} to {end_text}")
         else:
             result.err(f"{PROG}: Jobs {states} at the time instant {start_text}")
     if completion:
-        raise _fail(result, "Slurm job completion is disabled")
+        raise exit_with(result, "Slurm job completion is disabled")
     if not config.accounting:
-        raise _fail(result, "Slurm accounting storage is disabled")
+        raise exit_with(result, "Slurm accounting storage is disabled")
     if script or env_vars:
-        raise _fail(result, f"{PROG}: error: job scripts and environments are not simulated")
+        raise exit_with(result, f"{PROG}: error: job scripts and environments are not simulated")
     if not query.users and (query.steps or query.nodes):
         all_users = True
     if not user_given and config.uid == 0:
@@ -806,7 +801,7 @@ def _options(
     try:
         parse_fields(field_list)
     except FieldError as error:
-        raise _fail(result, error.line) from None
+        raise exit_with(result, error.line) from None
     if cli.operands:
         result.err(f"{PROG}: error: Unknown arguments:")
         for operand in cli.operands:
@@ -844,10 +839,6 @@ def _default_window(query: _Query, now: int) -> None:
         query.end += 1
 
 
-def _ctime(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%a %b %d %H:%M:%S %Y")
-
-
 def _state_label(number: int) -> str:
     return next((name for name, _, n in STATES if n == number), "?")
 
@@ -880,10 +871,10 @@ def _step_list(text: str, query: _Query, result: Output) -> None:
     steps = query.steps if query.steps is not None else {}
     for item in _parse_list(text):
         if not item[:1].isdigit():
-            raise _fail(result, f"{PROG}: fatal: Bad job/step specified: {item}")
+            raise exit_with(result, f"{PROG}: fatal: Bad job/step specified: {item}")
         job_text, dot, step = item.partition(".")
         if dot and step not in ("batch", "extern", "interactive") and not step[:1].isdigit():
-            raise _fail(result, f"{PROG}: fatal: Bad step specified: {job_text}")
+            raise exit_with(result, f"{PROG}: fatal: Bad step specified: {job_text}")
         job_text = job_text.split("_", 1)[0].split("+", 1)[0]
         job_id = int(re.match(r"[0-9]+", job_text).group(0)) if job_text else 0  # type: ignore[union-attr]
         job_id &= 0xFFFFFFFF
@@ -914,15 +905,17 @@ def _state_list(text: str, result: Output) -> list[int]:
             None,
         )
         if number is None:
-            raise _fail(result, f"{PROG}: fatal: unrecognized job state value '{item}'")
+            raise exit_with(result, f"{PROG}: fatal: unrecognized job state value '{item}'")
         if number not in _SUPPORTED_STATES:
-            raise _fail(result, f"{PROG}: fatal: job state {item} is not supported / accounted")
+            raise exit_with(result, f"{PROG}: fatal: job state {item} is not supported / accounted")
         if number not in states:
             states.append(number)
     return states
 
 
-def _user_list(sim: SlurmSim, text: str, result: Output) -> list[int]:
+def _uids_refusing_unknown(sim: SlurmSim, text: str, result: Output) -> list[int]:
+    """``--user`` (``slurm_addto_id_char_list``): names or uids of known users, each once; an
+    unknown one is fatal (exit 1), and so is a list that names none."""
     known = {"root": 0, sim.config.user: sim.config.uid}
     uids: list[int] = []
     for item in _parse_list(text):

@@ -30,10 +30,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 
-from simulators.slurm.commands.common import BASE_STATES, FLAG_STATES, CommandExit, run_to_bytes
+from simulators.slurm.commands.common import (
+    BASE_STATES,
+    FLAG_STATES,
+    CommandExit,
+    ctime,
+    exit_with,
+    run_to_bytes,
+)
 from simulators.slurm.commands.getopt import Opt, Parsed, UsageError, parse, refuse
 from simulators.slurm.controller import INVALID_JOB_ID, UNAVAILABLE, Job, JobState
 from simulators.slurm.sim import Output, command
@@ -963,7 +969,7 @@ def _run(
         _dump_json(sim, env, out)
         return
     if (params.iterate or params.long_list) and not params.no_header:
-        out += _b(_ctime(sim.controller.now) + "\n")
+        out += _b(ctime(sim.controller.now) + "\n")
     controller = sim.controller
     if not controller.available():
         result.err(f"slurm_load_jobs error: {UNAVAILABLE}")
@@ -995,15 +1001,6 @@ def _run(
         out += render_line(items, view, env)
     if params.iterate:
         out += b"\n"
-
-
-def _ctime(epoch: int) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%a %b %d %H:%M:%S %Y")
-
-
-def _fail(result: Output, line: str, code: int = 1) -> CommandExit:
-    result.err(line)
-    return CommandExit(code)
 
 
 def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) -> _Params:
@@ -1044,14 +1041,14 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
             params.names = _str_list(text)
         elif key == "Format":
             if params.format is not None:
-                raise _fail(
+                raise exit_with(
                     result, f"{PROG}: error: -O (--Format) is incompatible with -o (--format)"
                 )
             params.format_long = text
             override_env = True
         elif key == "format":
             if params.format_long is not None:
-                raise _fail(
+                raise exit_with(
                     result, f"{PROG}: error: -o (--format) is incompatible with -O (--Format)"
                 )
             params.format = text
@@ -1070,7 +1067,7 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
         elif key == "states":
             _state_list(text, params, result)
         elif key == "user":
-            params.users = _user_list(sim, text, result)
+            params.users = _uids_skipping_unknown(sim, text, result)
         elif key == "me":
             params.users = [sim.config.uid]
         elif key == "nodelist":
@@ -1079,10 +1076,10 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
             params.start_flag = True
             override_env = True
         elif key == "yaml":
-            raise _fail(result, f"{PROG}: error: --yaml is not supported by this simulator")
+            raise exit_with(result, f"{PROG}: error: --yaml is not supported by this simulator")
     cli.check()  # getopt_long stopped here: "case '?': ... exit(1)"
     if params.long_list and params.format is not None:
-        raise _fail(
+        raise exit_with(
             result,
             f"{PROG}: fatal: Options -o(--format) and -l(--long) are mutually exclusive. "
             "Please remove one and retry.",
@@ -1104,7 +1101,7 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
         result.stdout += USAGE
         raise CommandExit(1)
     if params.step_flag:
-        raise _fail(result, f"{PROG}: error: job steps (-s/--steps) are not simulated")
+        raise exit_with(result, f"{PROG}: error: job steps (-s/--steps) are not simulated")
     if params.names is None and (names := env.get("SQUEUE_NAMES")) is not None:
         params.names = _str_list(names)
     if params.partitions is None and (parts := env.get("SQUEUE_PARTITION")) is not None:
@@ -1115,7 +1112,7 @@ def _params(sim: SlurmSim, cli: Parsed, env: Mapping[str, str], result: Output) 
     if params.states is None and not params.all_states and states is not None:
         _state_list(states, params, result)
     if params.users is None and (users := env.get("SQUEUE_USERS")) is not None:
-        params.users = _user_list(sim, users, result)
+        params.users = _uids_skipping_unknown(sim, users, result)
     if params.start_flag:
         if params.format is None:
             params.format = START_FORMAT
@@ -1140,12 +1137,12 @@ def _job_list(text: str, result: Output) -> list[tuple[int, int | None]]:
         if item[used : used + 1] == "_":
             array_id = _strtol(item[used + 1 :])[0]
         if job_id <= 0:
-            raise _fail(result, f"{PROG}: error: Invalid job id: {item}")
+            raise exit_with(result, f"{PROG}: error: Invalid job id: {item}")
         jobs.append((job_id, array_id))
     return jobs
 
 
-def _user_list(sim: SlurmSim, text: str, result: Output) -> list[int]:
+def _uids_skipping_unknown(sim: SlurmSim, text: str, result: Output) -> list[int]:
     """``_build_user_list``: names or uids of known users; others are reported and skipped."""
     known = {"root": 0, sim.config.user: sim.config.uid}
     uids: list[int] = []
@@ -1197,7 +1194,7 @@ def _node_set(text: str, result: Output) -> set[str]:
             for part in body.split(","):
                 low, _, high = part.partition("-")
                 if not low.isdigit() or (high and not high.isdigit()):
-                    raise _fail(result, f"{PROG}: error: '{text}' invalid entry for --nodelist")
+                    raise exit_with(result, f"{PROG}: error: '{text}' invalid entry for --nodelist")
                 width = len(low) if low.startswith("0") else 0
                 for number in range(int(low), int(high or low) + 1):
                     nodes.add(f"{stem}{number:0{width}d}")
