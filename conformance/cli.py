@@ -1,5 +1,9 @@
-"""``dispatch-conformance``: run the conformance checks against adapters, list the checks and
-harnesses, print capability matrices, and probe a site's live cluster.
+"""``dispatch-conformance``: run the conformance checks against adapters, list the checks (with
+their declared needs and known failures; ``list --json`` for programs) and harnesses, print
+capability matrices, and probe a site's live cluster through any backend's ``preflight``.
+
+The CLI imports no adapter and no simulator: harnesses are loaded by entry point or
+``module:factory``, and preflight asks whatever backend the harness makes.
 
 Exit status (:data:`EXIT_STATUSES`, also in ``--help``): 0 when every check passed or was
 skipped, 1 when a check failed (the adapter's fault), 2 for bad usage or input (nothing, or
@@ -75,8 +79,8 @@ EXIT_STATUSES = f"""exit status:
   {EXIT_FAILED}    a check failed: the adapter broke a rule (matrix, preflight: the adapter's
        answers or probes raised, or a cluster required under CI=true is missing)
   {EXIT_USAGE}    bad usage or input: an unknown option or a bad value, a harness that cannot be
-       loaded, a --check that selects nothing, a --report-dir that cannot be written,
-       no cluster to probe
+       loaded or declares no identity model, a --check that selects nothing, a
+       --report-dir that cannot be written, no cluster to probe
   {EXIT_HARNESS}    a harness error: the harness, not the adapter, raised while in use (making a
        backend, reopen, clock, its fault injector, close)
   {EXIT_INTERNAL}   an internal error of {PROG} (a bug: please report it)
