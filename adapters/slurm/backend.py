@@ -9,7 +9,8 @@ raises ``OutcomeUnknown``.
 Calls per operation (``backend.calls`` counts them): ``start`` 3 (squeue for an earlier landing
 of the same submission, sbatch, squeue for the submit time), or more to resolve a lost reply;
 ``find`` 2 (squeue by name, sacct by name); ``open`` 1 (2 once the job left squeue); ``stop`` 3
-(read, ``scancel --name=<uid> <id>``, read back; 1 when there is nothing to cancel); ``hold`` and
+(read, ``scancel --name=<uid> <id>``, read back; 1 when there is nothing to cancel; more while
+the job is COMPLETING, which a cancel would not end, as in a requeue); ``hold`` and
 ``release`` 3; ``requeue`` 4 (read, ``Requeue=1``, ``requeue``, read back).
 """
 
@@ -85,7 +86,11 @@ class SlurmBackend:
 
     ``cluster`` names the cluster in every ObjectRef. ``job_comment`` says whether accounting
     keeps comments (``AccountingStoreFlags=job_comment``); None until ``preflight`` finds out.
-    ``clock`` paces the bounded waits for a write to land (a virtual clock with a simulator)."""
+    ``clock`` paces the bounded waits for a write to land (a virtual clock with a simulator).
+    ``user`` is the user whose jobs accounting is read for (``sacct --user``): squeue's
+    ``--me`` sees only the caller's own jobs, but sacct run as root (or without PrivateData)
+    shows every user's, so a site running the adapter as such a user names it; None leaves
+    sacct's own default."""
 
     def __init__(
         self,
@@ -95,6 +100,7 @@ class SlurmBackend:
         *,
         job_comment: bool | None = None,
         job_requeue: bool | None = None,
+        user: str | None = None,
         timeout: float = 60.0,
         settle: float = 30.0,
     ) -> None:
@@ -103,6 +109,7 @@ class SlurmBackend:
         self.clock: Clock = clock if clock is not None else WallClock()
         self.job_comment = job_comment
         self.job_requeue = job_requeue
+        self.user = user
         self.timeout = timeout
         self.settle = settle
         self.calls: Counter[str] = Counter()
@@ -121,6 +128,7 @@ class SlurmBackend:
             self.clock,
             job_comment=self.job_comment,
             job_requeue=self.job_requeue,
+            user=self.user,
             timeout=self.timeout,
             settle=self.settle,
         )
@@ -246,6 +254,9 @@ class SlurmBackend:
             "-o",
             SACCT_FORMAT,
         ]
+        if self.user is not None:
+            # squeue --me shows only the user's jobs; sacct run as root shows everyone's.
+            argv.append(f"--user={self.user}")
         try:
             done = self.command("read", argv)
         except subprocess.TimeoutExpired:
@@ -398,6 +409,15 @@ class SlurmBackend:
             line = self._checked(ref)
         except NotFound:
             return  # cancelling by name and id together finds nothing to cancel
+        if line.state == "COMPLETING":
+            # Ending, or on its way back to the queue (a requeue): a cancel now would not
+            # hold, so wait until it is one or the other.
+            seen = self._settle(
+                ref, lambda seen: seen is None or seen.state != "COMPLETING", "out of COMPLETING"
+            )
+            if seen is None:
+                return
+            line = seen
         if line.state in _ENDED:
             return
         argv = ["scancel", f"--name={ref.uid}", ref.id]

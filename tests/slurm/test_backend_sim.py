@@ -273,12 +273,34 @@ def test_stop_verifies_that_the_job_ended() -> None:
     backend.stop(ref)  # nothing left to cancel
 
 
-def test_stop_during_a_requeue_reports_that_the_job_survived() -> None:
+def test_stop_during_a_requeue_waits_it_out_then_cancels() -> None:
+    """A COMPLETING job on its way back to the queue survives a cancel: stop waits until it is
+    back (or ended), then cancels it, and returns only once it has ended."""
     sim, _, backend = cluster()
     ref = backend.start(planned(backend), 1, 1)
     sim.advance(2)
     sim.run(["scontrol", "update", f"JobId={ref.id}", "Requeue=1"])
     sim.run(["scontrol", "requeue", ref.id])  # COMPLETING now, PENDING in a second
+    assert sim.job(int(ref.id)).state == "COMPLETING"
+    backend.stop(ref)
+    assert sim.job(int(ref.id)).state == "CANCELLED"
+    assert backend.open(ref).state is State.CANCELLED
+
+
+def test_stop_right_after_the_adapter_s_own_requeue() -> None:
+    sim, _, backend = cluster()
+    ref = backend.start(planned(backend), 1, 1)
+    sim.advance(2)
+    backend.requeue(ref)  # returns once the restart count rose, still COMPLETING
+    backend.stop(ref)
+    assert backend.open(ref).state is State.CANCELLED
+
+
+def test_stop_of_a_job_that_survives_its_cancel_is_outcome_unknown() -> None:
+    sim, _, backend = cluster()
+    ref = backend.start(planned(backend), 1, 1)
+    sim.advance(2)
+    sim.controller.cancel = lambda job, by: None  # type: ignore[method-assign]
     with pytest.raises(OutcomeUnknown, match="did not come to end"):
         backend.stop(ref)
 
@@ -356,3 +378,18 @@ def test_a_new_hold_in_the_same_second_takes_a_new_number() -> None:
     with pytest.raises(Conflict):
         backend.release(ref, first)
     assert backend.open(ref).hold == second
+
+
+@pytest.mark.parametrize("user", [None, "root"])
+def test_find_sees_another_user_s_job_in_accounting_only_without_a_user(user: str | None) -> None:
+    """squeue --me hides another user's job; sacct run as root shows it, so the adapter reads
+    accounting for its ``user`` when a site names one (DESIGN seed 001: find sees only your
+    own jobs)."""
+    sim, transport, _ = cluster()
+    backend = SlurmBackend(transport, "lab", clock=sim.clock, job_comment=True, user=user)
+    plan = planned(backend)
+    other = foreign_job(sim, plan.job.discovery_name(), "dispatch:s=1;a=1")
+    sim.controller.set_owner(sim.job(other), "someone-else", 1001)
+    sim.advance(2)  # eligible and running: accounting has its row
+    seen = [o.ref.id for o in backend.find(plan.job)]
+    assert seen == ([str(other)] if user is None else [])
