@@ -1,5 +1,8 @@
-"""Harnesses by name: the built-in ones and any registered under ``dispatch.harnesses``, or a
-``module:factory`` path to a callable that returns a :class:`~conformance.harness.Harness`."""
+"""Harnesses by name: any registered under the entry-point group ``dispatch.harnesses`` (the
+built-in ones register there too, from beside their adapters: ``adapters.memory.testing``,
+``adapters.slurm.testing``), or a ``module:factory`` path to a callable that returns a
+:class:`~conformance.harness.Harness`. This module imports no adapter: a harness is loaded
+only when it is named."""
 
 from __future__ import annotations
 

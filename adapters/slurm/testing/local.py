@@ -1,431 +1,159 @@
-"""The built-in harnesses of the Slurm adapter.
+"""The Slurm adapter on a real Slurm: the ``slurm-local`` harness (and, through another
+transport, ``slurm-container``).
 
-- ``slurm-sim``: :class:`~adapters.slurm.SlurmBackend` on a fresh
-  :class:`~simulators.slurm.SlurmSim` per check (ids wrap at 60, MinJobAge 30 s, two nodes of
-  four CPUs, a virtual clock that starts at the wall time), accounting with ``job_comment``;
-  the batch scripts really run (execute mode), and every task's environment is recorded.
-- ``slurm-sim-nocomment``: the same cluster without ``AccountingStoreFlags=job_comment``.
-- ``slurm-local``: a real Slurm reached through the commands on this machine's PATH; when there
-  is none, every check is skipped with the reason.
+:class:`SlurmLocalHarness` reaches the cluster through a transport (this machine's commands by
+default, SSH or ``docker exec`` as well): the adapter's own calls go through :class:`LocalSlurm`,
+which adds the call faults; the harness's own calls (an administrator's) through
+:meth:`SlurmLocalHarness.command`; the paths the checks need on the cluster through
+:class:`TransportHost`, with the same commands. Without a cluster, every check is skipped with
+the reason (failed under ``CI=true``).
 
-Faults act as the scheduler or an administrator would, never through the adapter under test.
+Faults are what a job's owner or the cluster's administrator can really do: the harness never
+reaches into the adapter under test.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import os
 import shutil
-import signal
 import subprocess
-import tempfile
-import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from adapters.slurm import LocalTransport, SlurmBackend, Transport
-from conformance.harness import CannotInject, FaultInjector, Harness, HarnessUnavailable
-from dispatch_core import Backend, Clock, JobID, ObjectRef, Rejected, VirtualClock, WallClock
+from adapters.slurm.parse import (
+    config_number,
+    keeps_comments,
+    parse_config,
+    parse_sbatch_id,
+    requeue_allowed,
+)
+from adapters.slurm.testing.lookalikes import (
+    describe_slurm_look_alike,
+    slurm_look_alike,
+    slurm_look_alike_forms,
+)
+from adapters.slurm.testing.sim import SLURM_IDENTITY
+from adapters.slurm.testing.transport import CallFaults, command_words, program
+from conformance.harness import (
+    CannotInject,
+    Fault,
+    FaultInjector,
+    Harness,
+    HarnessUnavailable,
+    Host,
+    LookAlike,
+    Probe,
+    look_alike_need,
+)
+from dispatch_core import Clock, JobID, ObjectRef, Rejected, WallClock
 from dispatch_core.clock import pause
-from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
-from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode
-from simulators.slurm.trace import command_argv
 
-SLURM_COMMANDS: Final = ("sbatch", "squeue", "sacct", "scancel", "scontrol")
-FOREVER: Final = 100_000_000
-"""Virtual seconds a started job's command runs: until a fault (finish, stop, ...) ends it."""
-LET_RUN_BOUND: Final = 900
-"""Virtual seconds let_run waits for the scheduler (a requeued job is eligible after 121 s,
-and the periodic scheduler pass starts it within the next minute)."""
-COMMAND_GRACE: Final = 0.25
-"""Real seconds a job's command has, once srun has recorded its tasks, to end before the
-suite goes on without it (ample for ``true``, ``echo``, ``pwd``)."""
-START_BOUND: Final = 5.0
-"""Real seconds a batch script has to reach srun (or end) before the suite goes on."""
 FOREIGN_SCRIPT: Final = "#!/bin/sh\ntrue\n"
 
 
-def _program(words: Sequence[str]) -> str:
-    return words[0].rsplit("/", 1)[-1] if words else ""
-
-
-def _is_hold(words: Sequence[str]) -> bool:
-    return (
-        _program(words) == "scontrol"
-        and words[1:2] == ["update"]
-        and any(w.startswith("StartTime=") and w != "StartTime=now" for w in words[2:])
-    )
-
-
-def _is_release(words: Sequence[str]) -> bool:
-    return _program(words) == "scontrol" and words[1:2] == ["update"] and "StartTime=now" in words
-
-
-LOSABLE: Final[Mapping[str, Callable[[Sequence[str]], bool]]] = {
-    "start": lambda words: _program(words) == "sbatch",
-    "stop": lambda words: _program(words) == "scancel",
-    "hold": _is_hold,
-    "release": _is_release,
-    # The adapter requeues in two steps (Requeue=1, then requeue): the second one takes effect.
-    "requeue": lambda words: _program(words) == "scontrol" and words[1:2] in (["requeue"],),
+LOCAL_OFFERS: Final = frozenset(
+    [
+        Fault.LET_RUN,
+        Fault.FINISH,
+        Fault.REQUEUE_UNDERNEATH,
+        Fault.PURGE,
+        Fault.REUSE_ID,
+        Fault.REUSE_ID_NEXT,
+        Fault.LOSE_IDENTITY_HISTORY,
+        Fault.LOSE_NEXT_REPLY,
+        Fault.FAIL_BEFORE_EFFECT,
+        *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.OTHER_USER),
+        Probe.EXECUTIONS,
+        Probe.HOST_PATHS,
+    ]
+)
+"""What slurm-local may offer; :meth:`SlurmLocalHarness.lacks` asks the cluster's
+configuration for the needs that depend on it (purge and id reuse on MinJobAge and MaxJobId,
+lose_identity_history on the accounting's flags)."""
+OTHER_USER_REFUSED: Final = (
+    "harness cannot inject look_alike:other_user (slurm-local submits as its own user: "
+    "another user's job needs that user's login on the cluster)"
+)
+LOCAL_REFUSED: Final[Mapping[str, str]] = {
+    Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
+    "job on it)",
+    look_alike_need(LookAlike.OTHER_USER): OTHER_USER_REFUSED,
 }
-"""Which call carries each operation's effect: its reply is the one a lost-reply fault loses."""
+"""What slurm-local never offers, and why."""
 
 
-class _ReplyLosing:
-    """The operations whose next reply is to be lost, matched against each call."""
-
-    def __init__(self) -> None:
-        self.lose: list[str] = []
-
-    def arm(self, operation: str) -> None:
-        if operation not in LOSABLE:
-            raise CannotInject(f"lose_next_reply({operation})")
-        self.lose.append(operation)
-
-    def take(self, words: Sequence[str]) -> bool:
-        for index, operation in enumerate(self.lose):
-            if LOSABLE[operation](words):
-                del self.lose[index]
-                return True
-        return False
-
-
-class _Execute(ExecuteMode):
-    """Execute mode for a harness: a job's batch script and command really run when it starts
-    (every task's environment recorded first), but the suite never waits on a command: one
-    still running :data:`COMMAND_GRACE` real seconds after its tasks were recorded runs on in
-    the background until its job ends or is requeued (then it is killed, as slurmd would), or
-    until the cluster is dropped. In virtual time a started job runs until a fault or a stop
-    ends it, whatever its command does."""
-
-    def __init__(self, sim: SlurmSim, rank_env_dir: Path) -> None:
-        super().__init__(sim, default_run=FOREVER, rank_env_dir=rank_env_dir)
-        weakref.finalize(self, _kill_all, self.running)
-
-    def _on_event(self, event: str, job: Job) -> None:
-        if event != "start" or job.submission.signal is not None:
-            super()._on_event(event, job)
-            return
-        running = self._launch(job)
-        if running is None:
-            self._ended(job, LAUNCH_FAILED)
-        elif self._exits(running, job):
-            self._ended(job, self._reap(running, None))
-        else:
-            self.running[job.job_id] = running
-
-    def _exits(self, running: Any, job: Job) -> bool:
-        """Whether the script ends within its grace (a bounded real-time wait)."""
-        sub = job.submission
-        tasks = sub.ntasks or sub.nodes * (sub.ntasks_per_node or 1)
-        ranks = self.recorded[-1].directory
-        deadline = time.monotonic() + START_BOUND
-        recorded_at: float | None = None
-        while running.process.poll() is None:
-            now = time.monotonic()
-            if recorded_at is None and sum(1 for _ in ranks.glob("*.env")) >= tasks:
-                recorded_at = now
-            if now >= deadline or (recorded_at is not None and now - recorded_at > COMMAND_GRACE):
-                return False
-            time.sleep(0.002)
-        return True
-
-
-def _kill_all(running: dict[int, Any]) -> None:
-    for job in list(running.values()):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(job.process.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            job.process.wait(timeout=5)
-    running.clear()
-
-
-# -- the simulated cluster ---------------------------------------------------------------------
-
-
-class SimCluster(_ReplyLosing):
-    """One simulated cluster, and the transport to it: Slurm commands go to the simulator, with
-    the environment of a login shell in a scratch directory; anything else (``cat``, ``tail``,
-    ``rm``) runs on this host, whose filesystem the simulated jobs write to."""
-
-    def __init__(self, config: SlurmConfig) -> None:
-        super().__init__()
-        self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
-        weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
-        # The cluster reads about the wall time: find bounds sacct by the job id's ULID time.
-        self.sim = SlurmSim(config, clock=VirtualClock(int(time.time())))
-        self.execute = _Execute(self.sim, self.scratch / "ranks")
-        self.env = {
-            "PWD": str(self.scratch),
-            "HOME": str(self.scratch),
-            "PATH": os.environ.get("PATH", os.defpath),
-            "USER": config.user,
-            "LOGNAME": config.user,
-        }
-        self.local = LocalTransport()
-        self.submitted: list[tuple[int, str, int, int]] = []  # (id, name, submit, seq)
-        self.sim.controller.observe(self._observed)
-
-    # -- the transport --------------------------------------------------------------------------
-
-    def run(
-        self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        words = command_argv(argv)
-        if _program(words) not in SLURM_COMMANDS:
-            return self.local.run(argv, stdin=stdin, timeout=timeout)
-        if self.take(words):
-            # The call takes effect; its reply is lost after the caller's timeout (virtual).
-            self.sim.faults.lose_reply(_program(words), args=tuple(words[1:]))
-        return self.sim.run(argv, stdin=stdin, env=self.env, timeout=timeout)
-
-    def admin(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        """A command run by someone other than the adapter (an administrator, another user)."""
-        done = self.sim.run(list(argv), stdin=stdin, env=self.env)
-        if done.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr.strip()}")
-        return done
-
-    # -- which simulated job a ref names ----------------------------------------------------------
-
-    def _observed(self, event: str, job: Job) -> None:
-        if event == "submit":
-            self.submitted.append((job.job_id, job.name, job.submit_time, job.seq))
-
-    def seq(self, ref: ObjectRef) -> int | None:
-        """The submission ``ref`` names: the latest one with its id and name submitted at or
-        before its submit time (a requeue moves the submit time of the same submission on)."""
-        if not ref.id.isdigit():
-            return None
-        job_id = int(ref.id)
-        found = [
-            seq
-            for (i, name, submit, seq) in self.submitted
-            if i == job_id and name == ref.uid and submit <= ref.submit_epoch
-        ]
-        return found[-1] if found else None
-
-    def live(self, ref: ObjectRef) -> Job | None:
-        """The ref's job while slurmctld still has it in memory."""
-        self.sim.controller.sync()
-        job = self.sim.controller.jobs.get(int(ref.id)) if ref.id.isdigit() else None
-        if job is None or job.seq != self.seq(ref):
-            return None
-        return job
-
-    def require(self, ref: ObjectRef) -> Job:
-        job = self.live(ref)
-        if job is None:
-            raise KeyError(f"job {ref.id} ({ref.uid}) is not in slurmctld's memory")
-        return job
-
-    def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
-        seq = self.seq(ref)
-        return [r.ranks() for r in self.execute.recorded if seq is not None and r.seq == seq]
-
-
-class SimFaults(FaultInjector):
-    """Every fault the simulator allows, on one simulated cluster."""
-
-    def __init__(self, cluster: SimCluster, job_comment: bool) -> None:
-        self.cluster = cluster
-        self.sim = cluster.sim
-        self.job_comment = job_comment
-
-    # -- the scheduler -----------------------------------------------------------------------------
-
-    def let_run(self, ref: ObjectRef) -> None:
-        self._let_run(self.cluster.require(ref))
-
-    def _let_run(self, job: Job) -> None:
-        """Let virtual time pass until the scheduler has started ``job`` (bounded)."""
-        waited = 0
-        while job.state is not JobState.RUNNING:
-            controller = self.sim.controller
-            if job.purged or job.state.finished or job.state is JobState.SPECIAL_EXIT:
-                raise Rejected(f"job {job.job_id} is {job.state}: it will not run again")
-            pending = job.state is JobState.PENDING
-            if pending and (job.held or job.begin_time - controller.now > LET_RUN_BOUND):
-                raise Rejected(
-                    f"job {job.job_id} is held ({job.reason}, eligible at {job.begin_time}): "
-                    "the scheduler will not start it"
-                )
-            if waited >= LET_RUN_BOUND:
-                raise Rejected(
-                    f"job {job.job_id} did not start within {LET_RUN_BOUND} s ({job.reason})"
-                )
-            self.sim.advance(1)
-            waited += 1
-
-    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        self.sim.finish(job.job_id, exit_code)
-
-    def lose_node(self, ref: ObjectRef) -> None:
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        node = job.nodelist.split(",")[0]
-        controller = self.sim.controller
-        sharing = [
-            other
-            for other in controller.jobs.values()
-            if other is not job
-            and other.state is JobState.RUNNING
-            and node in other.nodelist.split(",")
-        ]
-        if not sharing:
-            self.sim.faults.node_failure(node)
-        elif job.requeue:
-            # Only this job's share of the node is lost (the fault acts on one object): the
-            # controller's node-failure requeue, for this job alone.
-            controller._requeue(job, JobState.NODE_FAIL, None, False, completing=False)
-            controller._schedule()
-        else:
-            self.sim.fail(job.job_id, JobState.NODE_FAIL)
-
-    # -- an administrator ------------------------------------------------------------------------
-
-    def requeue_underneath(self, ref: ObjectRef) -> None:
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        # The adapter submits --no-requeue unless it asked for native requeue: an administrator
-        # raises the flag first (slurm-lab §7.6i), then requeues.
-        self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
-        self.sim.faults.requeue_underneath(job.job_id)
-        self._settle(job)
-
-    def _settle(self, job: Job) -> None:
-        """Let a requeue in flight (COMPLETING) finish: the job is back in the queue, with its
-        new submit time (a second of virtual time; the requeue delay keeps it pending)."""
-        for _ in range(10):
-            if job.state is not JobState.COMPLETING:
-                return
-            self.sim.advance(1)
-
-    def _end(self, job: Job) -> None:
-        self._settle(job)
-        if not job.state.finished:
-            self.cluster.admin("scancel", str(job.job_id))
-
-    def _aged(self, job: Job) -> None:
-        """slurmctld purges no sooner than 2 s after the end (MinJobAge's floor): a reused id
-        is never submitted in the second its old job was."""
-        wait = job.end_time + 2 - self.sim.controller.now
-        if wait > 0:
-            self.sim.advance(wait)
-
-    def purge(self, ref: ObjectRef) -> None:
-        job = self.cluster.live(ref)
-        if job is None:
-            return  # already out of slurmctld's memory
-        self._end(job)
-        self._aged(job)
-        self.sim.faults.purge_now(job.job_id)
-
-    def reuse_id(self, ref: ObjectRef) -> None:
-        job = self.cluster.live(ref)
-        if job is not None:
-            self._end(job)
-            self._aged(job)
-        # Another user's job takes the id; held, so it stays (and runs nothing on this host).
-        self.sim.faults.reuse_id(int(ref.id), name="someone-elses-job", hold=True, run_for=None)
-
-    def reuse_id_next(self, ref: ObjectRef) -> None:
-        job = self.cluster.live(ref)
-        if job is not None:
-            self._end(job)
-            self._aged(job)
-            self.sim.faults.purge_now(job.job_id)
-        self.sim.controller.set_next_job_id(int(ref.id))
-
-    def lose_comments(self) -> None:
-        if self.job_comment:
-            raise CannotInject(
-                "lose_comments (this cluster's accounting keeps comments, "
-                "AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
-            )
-        # Nothing to do: this cluster's accounting never kept comments.
-
-    def lose_next_reply(self, operation: str) -> None:
-        self.cluster.arm(operation)
-
-    def inject_named(self, job_id: JobID, name: str, comment: str) -> str:
-        done = self.cluster.admin(
-            "sbatch", "--parsable", f"--job-name={name}", f"--comment={comment}",
-            stdin=FOREIGN_SCRIPT,
-        )  # fmt: skip
-        return done.stdout.strip().split(";", 1)[0]
-
-
-class SlurmSimHarness(Harness):
-    """The Slurm adapter on a fresh simulated cluster per check, with or without
-    ``job_comment``; ``config`` overrides the cluster's settings (SlurmConfig fields)."""
-
-    def __init__(self, job_comment: bool = True, **config: Any) -> None:
-        self.job_comment = job_comment
-        self.name = "slurm-sim" if job_comment else "slurm-sim-nocomment"
-        defaults = SlurmConfig(max_job_id=60, min_job_age=30, nodes=("n1", "n2"), cpus_per_node=4)
-        self.config = dataclasses.replace(defaults, job_comment=job_comment, **config)
-
-    def new_backend(self) -> Backend:
-        cluster = SimCluster(self.config)
-        return SlurmBackend(
-            cluster, self.config.cluster_name, clock=cluster.sim.clock, job_comment=self.job_comment
-        )
-
-    def reopen(self, backend: Backend) -> Backend:
-        return _slurm(backend).reopen()
-
-    def clock(self, backend: Backend) -> Clock:
-        return _cluster(backend).sim.clock
-
-    def faults(self, backend: Backend) -> FaultInjector:
-        return SimFaults(_cluster(backend), self.job_comment)
-
-    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
-        return _cluster(backend).executions(ref)
-
-
-def _slurm(backend: Backend) -> SlurmBackend:
-    if not isinstance(backend, SlurmBackend):
-        raise TypeError(f"the Slurm harness was given {type(backend).__name__}")
-    return backend
-
-
-def _cluster(backend: Backend) -> SimCluster:
-    transport = _slurm(backend).transport
-    if not isinstance(transport, SimCluster):
-        raise TypeError("the slurm-sim harness was given a backend it did not make")
-    return transport
-
-
-# -- a real Slurm on this machine --------------------------------------------------------------
-
-
-class LocalSlurm(_ReplyLosing):
-    """The Slurm commands of this host, with the lost-reply fault: the command runs on the real
-    cluster, and its reply is dropped. Every id sbatch hands out is told to the harness."""
+class LocalSlurm:
+    """The adapter's transport to a real Slurm, with the call faults: a lost reply (the command
+    runs on the cluster, its reply is dropped) and a timeout before effect (the command is not
+    run at all); either raises ``subprocess.TimeoutExpired``, as a transport does. Every id
+    sbatch hands out is told to the harness."""
 
     def __init__(self, transport: Transport, handed_out: Callable[[str], None]) -> None:
-        super().__init__()
+        self.calls = CallFaults()
         self.transport = transport
         self.handed_out = handed_out
 
     def run(
         self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
     ) -> subprocess.CompletedProcess[str]:
+        words = command_words(argv)
+        fault = self.calls.take(words)
+        if fault == "before_effect":
+            raise subprocess.TimeoutExpired(list(argv), timeout or 0.0)
         done = self.transport.run(argv, stdin=stdin, timeout=timeout)
-        words = command_argv(argv)
-        if _program(words) == "sbatch" and done.returncode == 0:
-            self.handed_out(done.stdout.strip().split(";", 1)[0])
-        if self.take(words):
+        if program(words) == "sbatch" and done.returncode == 0:
+            native = parse_sbatch_id(done.stdout)
+            if native is not None:
+                self.handed_out(native)
+        if fault == "lose_reply":
             raise subprocess.TimeoutExpired(list(argv), timeout or 0.0)
         return done
+
+
+class TransportHost(Host):
+    """The cluster's filesystem through the harness's own commands (``mktemp -d``, ``test -e``,
+    ``cat``, ``realpath``, ``rm -rf``), so it works wherever the transport reaches: this host,
+    a login node over SSH, a container."""
+
+    def __init__(self, command: Callable[[list[str]], subprocess.CompletedProcess[str]]) -> None:
+        self.command = command
+
+    def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        return self.command(list(argv))
+
+    def scratch_dir(self) -> str:
+        done = self._run("mktemp", "-d", "/tmp/dispatch-conformance.XXXXXX")
+        path = done.stdout.strip()
+        if done.returncode != 0 or not path.startswith("/"):
+            raise RuntimeError(f"mktemp -d on the cluster failed: {done.stderr.strip()}")
+        return path
+
+    def exists(self, path: str) -> bool:
+        done = self._run("test", "-e", path)
+        if done.returncode not in (0, 1):
+            raise RuntimeError(f"test -e {path} on the cluster failed: {done.stderr.strip()}")
+        return done.returncode == 0
+
+    def read(self, path: str) -> str | None:
+        done = self._run("cat", "--", path)
+        if done.returncode == 0:
+            return done.stdout
+        if not self.exists(path):
+            return None
+        raise RuntimeError(f"cat {path} on the cluster failed: {done.stderr.strip()}")
+
+    def realpath(self, path: str) -> str:
+        done = self._run("realpath", "--", path)
+        if done.returncode != 0:
+            raise RuntimeError(f"realpath {path} on the cluster failed: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def remove(self, path: str) -> None:
+        done = self._run("rm", "-rf", "--", path)
+        if done.returncode != 0:
+            raise RuntimeError(f"rm -rf {path} on the cluster failed: {done.stderr.strip()}")
 
 
 JOB_COMMAND_SCRIPT: Final = """\
@@ -458,9 +186,10 @@ class LocalFaults(FaultInjector):
     """The faults a job's owner or the cluster's administrator can really cause on a real
     cluster: let run (by waiting), finish (the harness's job command exits with the code
     asked), requeue underneath (``scontrol requeue``), purge (by waiting past MinJobAge), id
-    reuse (driving the id counter around MaxJobId with held filler jobs), lost replies and
-    look-alike jobs. Losing a node cannot be done to one job alone, and comments are lost only
-    where the cluster's accounting keeps none."""
+    reuse (driving the id counter around MaxJobId with held filler jobs), lost replies,
+    timeouts before effect and look-alike jobs of the harness's own user. Losing a node cannot
+    be done to one job alone, another user's job cannot be made, and identities are lost from
+    history only where the cluster's accounting keeps no comments."""
 
     def __init__(self, harness: SlurmLocalHarness, backend: SlurmBackend) -> None:
         self.harness = harness
@@ -580,11 +309,7 @@ class LocalFaults(FaultInjector):
         self._wait(lambda row: row is None or row.state != "COMPLETING", ref, 60.0)
 
     def _purge_bound(self) -> float:
-        age = self.harness.min_job_age
-        if age is None or age > 120:
-            raise CannotInject(f"purge (MinJobAge is {age} s here: too long to wait for)")
-        # slurmctld purges every max(10, MinJobAge) s the jobs that ended MinJobAge s ago.
-        return age + max(10, age) + 10.0
+        return self.harness.purge_bound()
 
     def purge(self, ref: ObjectRef) -> None:
         self._purged(ref, "purge")
@@ -633,33 +358,55 @@ class LocalFaults(FaultInjector):
         if self.harness.last_id() != str(before):
             self._drive_ids(str(before), keep=False)
 
-    def lose_comments(self) -> None:
-        if self.backend.job_comment is not False:
-            raise CannotInject(
-                "lose_comments (this cluster's accounting keeps comments: run the suite again "
-                "after ci/slurm-up.sh --no-job-comment)"
-            )
+    def lose_identity_history(self) -> None:
+        why = self.harness.history_kept()
+        if why is not None:
+            raise CannotInject(why.removeprefix("harness cannot inject "))
+        # Nothing to do: this cluster's accounting keeps no comments.
+
+    def _calls(self, fault: str) -> CallFaults:
+        if not isinstance(self.slurm, LocalSlurm):
+            raise CannotInject(f"{fault} (the backend's transport is not the harness's)")
+        return self.slurm.calls
 
     def lose_next_reply(self, operation: str) -> None:
-        if not isinstance(self.slurm, _ReplyLosing):
-            raise CannotInject(f"lose_next_reply({operation})")
-        self.slurm.arm(operation)
+        self._calls(f"lose_next_reply({operation})").arm(operation)
 
-    def inject_named(self, job_id: JobID, name: str, comment: str) -> str:
-        done = self._run(
-            "sbatch", "--parsable", f"--job-name={name}", f"--comment={comment}",
-            "--output=/dev/null", "--time=15", "--hold", stdin=LOOK_ALIKE_SCRIPT,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise CannotInject(f"inject_named (sbatch refused: {done.stderr.strip()})")
-        native = done.stdout.strip().split(";", 1)[0]
+    def fail_before_effect(self, operation: str) -> None:
+        self._calls(f"fail_before_effect({operation})").arm_before(operation)
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        return slurm_look_alike_forms(kind)
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        return describe_slurm_look_alike(kind, variant)
+
+    def inject_look_alike(
+        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+    ) -> str:
+        """A held job of the look-alike's name and comment, submitted as the harness's user;
+        :attr:`LookAlike.OTHER_USER` cannot be made (see :data:`OTHER_USER_REFUSED`)."""
+        form = slurm_look_alike(job_id, kind, variant, other)
+        if form.other_user:
+            raise CannotInject(OTHER_USER_REFUSED.removeprefix("harness cannot inject "))
+        argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
+        if form.comment:
+            argv.append(f"--comment={form.comment}")
+        argv += ["--output=/dev/null", "--time=15", "--hold"]
+        done = self._run(*argv, stdin=LOOK_ALIKE_SCRIPT)
+        native = parse_sbatch_id(done.stdout) if done.returncode == 0 else None
+        if native is None:
+            raise CannotInject(
+                f"{look_alike_need(kind)} (sbatch refused: "
+                f"{done.stderr.strip() or done.stdout.strip()})"
+            )
         self.harness.handed_out(native)
         self.harness.held_look_alikes.add(native)
         self.harness.look_alikes.add(native)
         return native
 
 
-class SlurmLocalHarness(Harness):
+class SlurmLocalHarness(Harness[SlurmBackend]):
     """The Slurm adapter on a real Slurm reached through this machine's commands (a login
     node whose filesystem the jobs share). Without one (no ``sbatch`` on PATH, or slurmctld
     does not answer), every check is skipped with the reason, except under ``CI=true``, where
@@ -670,6 +417,8 @@ class SlurmLocalHarness(Harness):
     every rank of every execution, as on the simulator."""
 
     name = "slurm-local"
+    identity = SLURM_IDENTITY
+    offers = LOCAL_OFFERS
     required_under_ci = True
     """Whether ``CI=true`` turns a missing Slurm into failures (CI starts this one)."""
     schedule_within = 10.0  # a release or a submission triggers a scheduler pass at once
@@ -757,19 +506,14 @@ class SlurmLocalHarness(Harness):
             if done.returncode == 127 or (why and "No such file" in why[0]):
                 return "no scontrol on PATH"
             return f"scontrol show config failed ({why[0] if why else done.returncode})"
-        config = {}
-        for line in done.stdout.splitlines():
-            key, sep, value = line.partition(" = ")
-            if sep:
-                config[key.strip()] = value.strip()
+        config = parse_config(done.stdout)
         if not config:
             return "scontrol show config printed no configuration"
         self._config = config
         return None
 
     def _number(self, key: str) -> int | None:
-        text = self.slurm_config().get(key, "").split()
-        return int(text[0]) if text and text[0].isdigit() else None
+        return config_number(self.slurm_config(), key)
 
     @property
     def min_job_age(self) -> int | None:
@@ -784,6 +528,57 @@ class SlurmLocalHarness(Harness):
                 "the counter around; ci/slurm-up.sh --max-job-id sets a small one)"
             )
         return first, maximum - 1
+
+    def purge_bound(self) -> float:
+        """How long a purge may take here (slurmctld purges every max(10, MinJobAge) s the
+        jobs that ended MinJobAge s ago), or CannotInject when MinJobAge is too long."""
+        age = self.min_job_age
+        if age is None or age > 120:
+            raise CannotInject(f"purge (MinJobAge is {age} s here: too long to wait for)")
+        return age + max(10, age) + 10.0
+
+    def history_kept(self) -> str | None:
+        """Why lose_identity_history cannot be had here (this cluster's accounting keeps
+        comments, or has none), or None: it lost them already."""
+        kept = keeps_comments(self.slurm_config())
+        if kept is None:
+            return (
+                "harness cannot inject lose_identity_history (this cluster has no accounting: "
+                "there is no history to lose identities from)"
+            )
+        if kept:
+            return (
+                "harness cannot inject lose_identity_history (this cluster's accounting keeps "
+                "comments: run the suite again after ci/slurm-up.sh --no-job-comment)"
+            )
+        return None
+
+    # -- what the harness offers ----------------------------------------------------------------
+
+    def lacks(self, need: str) -> str | None:
+        """From :data:`LOCAL_OFFERS` and, for the needs that depend on the cluster, from its
+        configuration (``scontrol show config``, read once). Without a cluster the answer is
+        None: the backend, when the check asks for it, says why there is none."""
+        refused = LOCAL_REFUSED.get(need)
+        if refused is not None:
+            return refused
+        lacking = super().lacks(need)
+        if lacking is not None:
+            return lacking
+        try:
+            if need == Fault.LOSE_IDENTITY_HISTORY:
+                return self.history_kept()
+            if need in (Fault.PURGE, Fault.REUSE_ID, Fault.REUSE_ID_NEXT):
+                self.purge_bound()
+            if need in (Fault.REUSE_ID, Fault.REUSE_ID_NEXT):
+                self.id_range()
+        except CannotInject as cannot:
+            if self._reason is not None:
+                return None  # no cluster at all: new_backend says so, or fails under CI
+            return str(cannot)
+        except HarnessUnavailable:
+            return None
+        return None
 
     # -- ids handed out, and filler jobs ------------------------------------------------------
 
@@ -821,9 +616,9 @@ class SlurmLocalHarness(Harness):
              "--output=/dev/null", "--time=1"],
             stdin=FOREIGN_SCRIPT,
         )  # fmt: skip
-        if done.returncode != 0:
+        native = parse_sbatch_id(done.stdout) if done.returncode == 0 else None
+        if native is None:
             raise CannotInject(f"reuse_id (sbatch of a filler job refused: {done.stderr.strip()})")
-        native = done.stdout.strip().split(";", 1)[0]
         self.handed_out(native)
         return native
 
@@ -901,19 +696,25 @@ class SlurmLocalHarness(Harness):
 
     # -- the Harness contract ---------------------------------------------------------------------
 
-    def new_backend(self) -> Backend:
+    def begin(self, check_id: str) -> None:
+        """Nothing is left of an earlier check (its :meth:`end` cancelled it)."""
+
+    def end(self, check_id: str) -> None:
+        """Cancel every job the check left (the adapter's, look-alikes, occupants, fillers):
+        with a small MaxJobCount, leftovers would soon make sbatch block."""
+        self.clean()
+
+    def new_backend(self) -> SlurmBackend:
+        """A backend on the cluster; what an earlier backend of the same check (an earlier
+        program of a stateful check) left is cancelled first."""
         config = self.slurm_config()
         self.clean()
-        accounting = config.get("AccountingStorageType", "") not in ("", "accounting_storage/none")
-        job_comment = (
-            ("job_comment" in config.get("AccountingStoreFlags", "")) if accounting else None
-        )
         return SlurmBackend(
             LocalSlurm(self._submit_transport(), self.handed_out),
             config.get("ClusterName") or "slurm",
             clock=self.wall,
-            job_comment=job_comment,
-            job_requeue=config.get("JobRequeue", "1") == "1",
+            job_comment=keeps_comments(config),
+            job_requeue=requeue_allowed(config),
         )
 
     def _submit_transport(self) -> Transport:
@@ -923,17 +724,23 @@ class SlurmLocalHarness(Harness):
             return LocalTransport(cwd=self.control_dir())
         return self.transport
 
-    def reopen(self, backend: Backend) -> Backend:
-        return _slurm(backend).reopen()
+    def reopen(self, backend: SlurmBackend) -> SlurmBackend:
+        return backend.reopen()
 
-    def clock(self, backend: Backend) -> Clock:
-        return _slurm(backend).clock
+    def clock(self, backend: SlurmBackend) -> Clock:
+        return backend.clock
 
-    def faults(self, backend: Backend) -> FaultInjector:
-        return LocalFaults(self, _slurm(backend))
+    def faults(self, backend: SlurmBackend) -> LocalFaults:
+        return LocalFaults(self, backend)
 
-    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
+    def executions(
+        self, backend: SlurmBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
         return [tasks for _, tasks in self.runs(ref)]
+
+    def host(self, backend: SlurmBackend) -> Host:
+        """The cluster's filesystem through the harness's transport."""
+        return TransportHost(self.command)
 
     def close(self) -> None:
         """Cancel the jobs of the last check, and remove the control directory."""
@@ -943,13 +750,16 @@ class SlurmLocalHarness(Harness):
             self._control = None
 
 
-def slurm_sim() -> SlurmSimHarness:
-    return SlurmSimHarness(job_comment=True)
-
-
-def slurm_sim_nocomment() -> SlurmSimHarness:
-    return SlurmSimHarness(job_comment=False)
-
-
 def slurm_local() -> SlurmLocalHarness:
     return SlurmLocalHarness()
+
+
+__all__ = [
+    "JOB_COMMAND_SCRIPT",
+    "LOCAL_OFFERS",
+    "LocalFaults",
+    "LocalSlurm",
+    "SlurmLocalHarness",
+    "TransportHost",
+    "slurm_local",
+]

@@ -4,8 +4,8 @@ Each entry of :data:`CATALOGUE` is the memory adapter (Slurm shape) wrong in exa
 with a harness factory of the same name, so that any of them can be named where a harness is
 expected::
 
-    dispatch-conformance run --harness conformance.broken:case_insensitive_find
-    pytest --dispatch-harness=conformance.broken:lenient_comment_parser
+    dispatch-conformance run --harness adapters.memory.testing.broken:case_insensitive_find
+    pytest --dispatch-harness=adapters.memory.testing.broken:lenient_comment_parser
 
 A conforming suite fails every one of them with a message that names the rule broken;
 ``tests/conformance/test_kill_rate.py`` checks that and prints the kill rate.
@@ -20,14 +20,12 @@ from typing import Any, Final
 
 from adapters.memory import MemoryBackend, MemoryCluster
 from adapters.memory.cluster import Execution, Job
-from conformance.harness import Harness
-from conformance.harnesses.memory import MemoryHarness
+from adapters.memory.testing.harness import MemoryHarness
+from adapters.slurm.identity import HoldBase, slurm_comment
 from dispatch_core import (
-    Backend,
     Capability,
     Conflict,
     ExecutionIdentity,
-    HoldBase,
     HoldBound,
     JobID,
     JobSpec,
@@ -42,7 +40,6 @@ from dispatch_core import (
     State,
     Support,
     VirtualClock,
-    slurm_comment,
 )
 
 # -- broken schedulers (the memory adapter's cluster side) ---------------------------------------
@@ -285,18 +282,16 @@ class BrokenHarness(MemoryHarness):
     def __init__(self, broken: Broken) -> None:
         super().__init__("slurm")
         self.broken = broken
-        self.name = f"conformance.broken:{broken.name}"
+        self.name = f"{__name__}:{broken.name}"
 
-    def new_backend(self) -> Backend:
+    def new_backend(self) -> MemoryBackend:
         options: dict[str, Any] = {"max_job_id": 50, "min_job_age": 60.0}
         cluster = self.broken.cluster(
             shape="slurm", clock=VirtualClock(), name=f"broken-{self.broken.name}", **options
         )
         return self.broken.backend("slurm", cluster=cluster)
 
-    def reopen(self, backend: Backend) -> Backend:
-        if not isinstance(backend, MemoryBackend):
-            raise TypeError(f"the broken harness was given {type(backend).__name__}")
+    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
         init: dict[str, Any] = dict(backend._init)
         return type(backend)(**init, cluster=backend.cluster)
 
@@ -334,8 +329,8 @@ CATALOGUE: Final[Sequence[Broken]] = (
 BY_NAME: Final = {broken.name: broken for broken in CATALOGUE}
 
 
-def _factory(name: str) -> Callable[[], Harness]:
-    def factory() -> Harness:
+def _factory(name: str) -> Callable[[], BrokenHarness]:
+    def factory() -> BrokenHarness:
         return BY_NAME[name].harness()
 
     factory.__name__ = name

@@ -1,0 +1,326 @@
+"""The memory adapter's harnesses: ``memory-slurm`` and ``memory-kubeflow``.
+
+Each check gets a fresh in-memory cluster on a virtual clock. The two shapes declare the
+identity models of the schedulers they are named for, and turn the fault intents into their
+scheduler's encoding: the Slurm shape into names and comments (the same forms as the Slurm
+harnesses, :mod:`adapters.slurm.testing.lookalikes`), the kubeflow shape into labels,
+annotations and namespaces (:mod:`adapters.memory.kube`) — it has no comment, no name lookup
+and no accounting history, so it lacks the faults Kubernetes cannot have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from adapters.memory import MemoryBackend, Shape
+from adapters.memory.cluster import Job
+from adapters.memory.kube import (
+    ANNOTATION_ATTEMPT,
+    ANNOTATION_SUBMISSION,
+    LABEL_JOB,
+    job_label,
+    kube_annotations,
+)
+from adapters.slurm.testing.lookalikes import (
+    OTHER_USER,
+    describe_slurm_look_alike,
+    slurm_look_alike,
+    slurm_look_alike_forms,
+)
+from conformance.harness import (
+    OPERATIONS,
+    CannotInject,
+    Fault,
+    FaultInjector,
+    Harness,
+    Host,
+    IdentityModel,
+    LocalHost,
+    LookAlike,
+    Lookup,
+    Probe,
+    look_alike_need,
+)
+from dispatch_core import Clock, JobID, ObjectRef, VirtualClock
+
+SLURM_SHAPE: Final = IdentityModel(
+    lookup=Lookup.NAME, reuses_ids=True, requeue_moves_submit=True, history_outlives_live=True
+)
+"""The Slurm shape: found by exact name, ids reused once purged, a requeue moves submit on,
+accounting keeps what the live view forgot."""
+KUBEFLOW_SHAPE: Final = IdentityModel(
+    lookup=Lookup.LABEL, reuses_ids=False, requeue_moves_submit=False, history_outlives_live=False
+)
+"""The kubeflow shape: found by exact label, uids never reused (a name comes back only when
+its creator makes it again, as a new object), a requeue keeps the creation time, and a
+deleted object leaves no history."""
+
+_EVERY_SHAPE: Final = frozenset(
+    [
+        Fault.LET_RUN,
+        Fault.FINISH,
+        Fault.REQUEUE_UNDERNEATH,
+        Fault.PURGE,
+        Fault.LOSE_NODE,
+        Fault.LOSE_NEXT_REPLY,
+        Fault.FAIL_BEFORE_EFFECT,
+        look_alike_need(LookAlike.CASE_VARIANT),
+        look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
+        look_alike_need(LookAlike.NO_IDENTITY),
+        look_alike_need(LookAlike.OTHER_USER),
+        Probe.EXECUTIONS,
+        Probe.HOST_PATHS,
+    ]
+)
+OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
+    "slurm": _EVERY_SHAPE
+    | {
+        Fault.REUSE_ID,
+        Fault.REUSE_ID_NEXT,
+        Fault.LOSE_IDENTITY_HISTORY,
+        look_alike_need(LookAlike.COMMA_LIST),
+    },
+    "kubeflow": _EVERY_SHAPE,
+}
+"""The faults and probes each shape provides."""
+KUBE_REFUSED: Final[Mapping[str, str]] = {
+    Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a UID)",
+    Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a UID)",
+    Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
+    look_alike_need(LookAlike.COMMA_LIST): (
+        "look_alike:comma_list (a Kubernetes label value cannot hold a comma, and a label "
+        "selector never splits one)"
+    ),
+}
+"""What the kubeflow shape lacks, and why (the text after ``harness cannot inject``)."""
+
+CASE_FORMS: Final = ("the ULID in upper case", "odd letters upper", "even letters upper")
+UNPARSABLE_ANNOTATIONS: Final[tuple[tuple[str | None, str | None], ...]] = (
+    ("01", "1"),
+    ("1", "01"),
+    ("0", "1"),
+    ("1", "0"),
+    ("+1", "1"),
+    (" 1", "1"),
+    ("1 ", "1"),
+    ("1.0", "1"),
+    ("1000000", "1"),
+    ("one", "1"),
+    ("", "1"),
+    ("1", None),
+    (None, "1"),
+)
+"""(dispatch/submission, dispatch/attempt) annotation values a strict parser refuses (None: the
+annotation is missing): leading zeros, zero, a sign, spaces, a fraction, out of range, no
+number, empty, one of the two missing."""
+OTHER_NAMESPACE: Final = "someone-else"
+"""The namespace of another user's objects (the adapter lists its own namespace only)."""
+
+
+def _case_variant(label: str, index: int) -> str:
+    if index == 0:
+        return label.upper()
+    return "".join(c.upper() if i % 2 == index % 2 else c for i, c in enumerate(label))
+
+
+class MemoryFaults(FaultInjector):
+    """Every fault the memory scheduler models, on one backend's cluster, in its shape's
+    encoding."""
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self.backend = backend
+        self.cluster = backend.cluster
+
+    @property
+    def kube(self) -> bool:
+        return self.cluster.shape == "kubeflow"
+
+    def _refuse(self, need: str) -> None:
+        if self.kube and need in KUBE_REFUSED:
+            raise CannotInject(KUBE_REFUSED[need])
+
+    # -- the scheduler --------------------------------------------------------------------------
+
+    def let_run(self, ref: ObjectRef) -> None:
+        job = self.cluster.require(ref.id)
+        wait = job.eligible - self.cluster.now()
+        clock = self.cluster.clock
+        if wait > 0 and isinstance(clock, VirtualClock):
+            clock.advance(wait)
+        self.cluster.tick()
+        self.cluster.let_run(ref.id)
+
+    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
+        self.cluster.finish(ref.id, exit_code)
+
+    def lose_node(self, ref: ObjectRef) -> None:
+        self.cluster.lose_node(ref.id)
+
+    # -- an administrator -------------------------------------------------------------------------
+
+    def requeue_underneath(self, ref: ObjectRef) -> None:
+        self.cluster.requeue_underneath(ref.id)
+
+    def purge(self, ref: ObjectRef) -> None:
+        self.cluster.purge(ref.id)
+
+    def reuse_id(self, ref: ObjectRef) -> None:
+        self._refuse(Fault.REUSE_ID)
+        self.cluster.reuse_id(ref.id)
+
+    def reuse_id_next(self, ref: ObjectRef) -> None:
+        self._refuse(Fault.REUSE_ID_NEXT)
+        if self.cluster.live(ref.id) is not None:
+            self.cluster.purge(ref.id)
+        self.cluster.set_next_id(int(ref.id))
+
+    def lose_identity_history(self) -> None:
+        self._refuse(Fault.LOSE_IDENTITY_HISTORY)
+        self.cluster.job_comment = False
+
+    # -- the calls --------------------------------------------------------------------------------
+
+    def lose_next_reply(self, operation: str) -> None:
+        if operation not in OPERATIONS:
+            raise CannotInject(f"lose_next_reply({operation})")
+        self.cluster.fault("*", f"lose-reply-{operation}")
+
+    def fail_before_effect(self, operation: str) -> None:
+        if operation not in OPERATIONS:
+            raise CannotInject(f"fail_before_effect({operation})")
+        self.cluster.fault("*", f"timeout-{operation}")
+
+    # -- look-alikes ------------------------------------------------------------------------------
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        if not self.kube:
+            return slurm_look_alike_forms(kind)
+        if kind is LookAlike.CASE_VARIANT:
+            return len(CASE_FORMS)
+        if kind is LookAlike.UNPARSABLE_IDENTITY:
+            return len(UNPARSABLE_ANNOTATIONS)
+        return 1
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        if not self.kube:
+            return describe_slurm_look_alike(kind, variant)
+        index = variant % self.look_alike_forms(kind)
+        if kind is LookAlike.CASE_VARIANT:
+            return f"label {LABEL_JOB} in another case ({CASE_FORMS[index]})"
+        if kind is LookAlike.UNPARSABLE_IDENTITY:
+            submission, attempt = UNPARSABLE_ANNOTATIONS[index]
+            return (
+                f"the job's label, annotations {ANNOTATION_SUBMISSION}={submission!r} "
+                f"{ANNOTATION_ATTEMPT}={attempt!r}"
+            )
+        if kind is LookAlike.NO_IDENTITY:
+            return "the job's label, no dispatch annotations"
+        if kind is LookAlike.OTHER_USER:
+            return f"the job's label and annotations, in namespace {OTHER_NAMESPACE}"
+        return f"{kind.value} #{variant}"
+
+    def inject_look_alike(
+        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+    ) -> str:
+        if self.kube:
+            return self._kube_look_alike(job_id, kind, variant).native_id
+        form = slurm_look_alike(job_id, kind, variant, other)
+        owner = OTHER_USER if form.other_user else "me"
+        return self.cluster.submit(form.name, form.comment, None, None, owner=owner).native_id
+
+    def _kube_look_alike(self, job_id: JobID, kind: LookAlike, variant: int) -> Job:
+        self._refuse(look_alike_need(kind))
+        label = job_label(job_id)
+        index = variant % self.look_alike_forms(kind)
+        annotations = kube_annotations(1, 1)
+        namespace, owner = self.cluster.namespace, "me"
+        if kind is LookAlike.CASE_VARIANT:
+            label = _case_variant(label, index)
+        elif kind is LookAlike.UNPARSABLE_IDENTITY:
+            submission, attempt = UNPARSABLE_ANNOTATIONS[index]
+            annotations = {
+                key: value
+                for key, value in (
+                    (ANNOTATION_SUBMISSION, submission),
+                    (ANNOTATION_ATTEMPT, attempt),
+                )
+                if value is not None
+            }
+        elif kind is LookAlike.NO_IDENTITY:
+            annotations = {}
+        elif kind is LookAlike.OTHER_USER:
+            namespace = owner = OTHER_NAMESPACE
+        else:
+            raise CannotInject(look_alike_need(kind))
+        base = f"{job_id.discovery_name().lower()}-look-alike"
+        number = 1
+        while f"{namespace}/{base}-{number}" in self.cluster.jobs:
+            number += 1
+        return self.cluster.submit(
+            f"{base}-{number}",
+            None,
+            None,
+            None,
+            owner=owner,
+            labels={LABEL_JOB: label},
+            annotations=annotations,
+            namespace=namespace,
+        )
+
+
+class MemoryHarness(Harness[MemoryBackend]):
+    """The memory adapter, on a fresh in-memory cluster with a virtual clock per check;
+    ``cluster`` overrides the cluster's settings (MemoryBackend's keyword arguments)."""
+
+    def __init__(self, shape: Shape = "slurm", **cluster: Any) -> None:
+        self.shape: Shape = shape
+        self.name = f"memory-{shape}"
+        self.identity = SLURM_SHAPE if shape == "slurm" else KUBEFLOW_SHAPE
+        self.offers = OFFERS[shape]
+        self.cluster: dict[str, Any] = {"max_job_id": 50, "min_job_age": 60.0, **cluster}
+
+    def lacks(self, need: str) -> str | None:
+        if self.shape == "kubeflow" and need in KUBE_REFUSED:
+            return f"harness cannot inject {KUBE_REFUSED[need]}"
+        return super().lacks(need)
+
+    def new_backend(self) -> MemoryBackend:
+        return MemoryBackend(self.shape, clock=VirtualClock(), **self.cluster)
+
+    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
+        return backend.reopen()
+
+    def clock(self, backend: MemoryBackend) -> Clock:
+        return backend.cluster.clock
+
+    def faults(self, backend: MemoryBackend) -> MemoryFaults:
+        return MemoryFaults(backend)
+
+    def executions(
+        self, backend: MemoryBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
+        return [e.ranks for e in backend.executions(ref)]
+
+    def host(self, backend: MemoryBackend) -> Host:
+        """This host's filesystem (the memory scheduler's ranks "run" where they are told)."""
+        return LocalHost()
+
+
+def memory_slurm() -> MemoryHarness:
+    return MemoryHarness("slurm")
+
+
+def memory_kubeflow() -> MemoryHarness:
+    return MemoryHarness("kubeflow")
+
+
+__all__ = [
+    "KUBEFLOW_SHAPE",
+    "OFFERS",
+    "SLURM_SHAPE",
+    "MemoryFaults",
+    "MemoryHarness",
+    "memory_kubeflow",
+    "memory_slurm",
+]

@@ -1,0 +1,465 @@
+"""The Slurm adapter on the Slurm simulator: the ``slurm-sim`` and ``slurm-sim-nocomment``
+harnesses.
+
+- ``slurm-sim``: :class:`~adapters.slurm.SlurmBackend` on a fresh
+  :class:`~simulators.slurm.SlurmSim` per backend (ids wrap at 60, MinJobAge 30 s, two nodes
+  of four CPUs, a virtual clock that starts at the wall time), accounting with
+  ``job_comment``; the batch scripts really run (:class:`HarnessExecute`), and every task's
+  environment is recorded.
+- ``slurm-sim-nocomment``: the same cluster without ``AccountingStoreFlags=job_comment``.
+
+The adapter reaches the simulator only through its transport (:class:`SimCluster`), as it
+reaches a real Slurm; faults act as the scheduler, an administrator or another user would,
+through the simulator's own fault and command APIs, never through the adapter under test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from adapters.slurm import LocalTransport, SlurmBackend
+from adapters.slurm.parse import parse_sbatch_id
+from adapters.slurm.testing.lookalikes import (
+    OTHER_USER,
+    describe_slurm_look_alike,
+    slurm_look_alike,
+    slurm_look_alike_forms,
+)
+from adapters.slurm.testing.transport import SLURM_COMMANDS, CallFaults, command_words, program
+from conformance.harness import (
+    CannotInject,
+    Fault,
+    FaultInjector,
+    Harness,
+    Host,
+    IdentityModel,
+    LocalHost,
+    LookAlike,
+    Lookup,
+    Probe,
+    look_alike_need,
+)
+from dispatch_core import Clock, JobID, ObjectRef, Rejected, VirtualClock
+from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
+from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode, Running
+
+FOREVER: Final = 100_000_000
+"""Virtual seconds a started job's command runs: until a fault (finish, stop, ...) ends it."""
+LET_RUN_BOUND: Final = 900
+"""Virtual seconds let_run waits for the scheduler (a requeued job is eligible after 121 s,
+and the periodic scheduler pass starts it within the next minute)."""
+COMMAND_GRACE: Final = 0.25
+"""Real seconds a job's command has, once srun has recorded its tasks, to end before the
+suite goes on without it (ample for ``true``, ``echo``, ``pwd``)."""
+START_BOUND: Final = 5.0
+"""Real seconds a batch script has to reach srun (or end) before the suite goes on."""
+FOREIGN_SCRIPT: Final = "#!/bin/sh\ntrue\n"
+OTHER_UID: Final = 1001
+"""The uid of :data:`~adapters.slurm.testing.lookalikes.OTHER_USER` on the simulator."""
+
+SLURM_IDENTITY: Final = IdentityModel(
+    lookup=Lookup.NAME, reuses_ids=True, requeue_moves_submit=True, history_outlives_live=True
+)
+"""Slurm's identity model: ``squeue --name``, ids reused after MaxJobId, a requeue moves
+SubmitTime on, accounting keeps what squeue forgot."""
+
+SIM_OFFERS: Final = frozenset(
+    [
+        Fault.LET_RUN,
+        Fault.FINISH,
+        Fault.REQUEUE_UNDERNEATH,
+        Fault.PURGE,
+        Fault.REUSE_ID,
+        Fault.REUSE_ID_NEXT,
+        Fault.LOSE_NODE,
+        Fault.LOSE_NEXT_REPLY,
+        Fault.FAIL_BEFORE_EFFECT,
+        *(look_alike_need(kind) for kind in LookAlike),
+        Probe.EXECUTIONS,
+        Probe.HOST_PATHS,
+    ]
+)
+"""What both simulated clusters offer; ``slurm-sim-nocomment`` offers lose_identity_history
+too (its accounting never kept comments)."""
+KEEPS_COMMENTS: Final = (
+    "harness cannot inject lose_identity_history (this cluster's accounting keeps comments, "
+    "AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
+)
+
+
+class HarnessExecute(ExecuteMode):
+    """Execute mode for a harness: a job's batch script and command really run when it starts
+    (every task's environment recorded first), but the suite never waits on a command: one
+    still running :data:`COMMAND_GRACE` real seconds after its tasks were recorded runs on in
+    the background until its job ends or is requeued (then it is killed, as slurmd would), or
+    until the cluster is dropped. In virtual time a started job runs until a fault or a stop
+    ends it, whatever its command does."""
+
+    def __init__(self, sim: SlurmSim, rank_env_dir: Path) -> None:
+        super().__init__(sim, default_run=FOREVER, rank_env_dir=rank_env_dir)
+        weakref.finalize(self, _kill_all, self.running)
+
+    def on_start(self, job: Job) -> None:
+        if job.submission.signal is not None:
+            super().on_start(job)
+            return
+        running = self.launch(job)
+        if running is None:
+            self.ended(job, LAUNCH_FAILED)
+        elif self._exits(running, job):
+            self.ended(job, self.reap(running, None))
+        else:
+            self.running[job.job_id] = running
+
+    def _exits(self, running: Running, job: Job) -> bool:
+        """Whether the script ends within its grace (a bounded real-time wait)."""
+        sub = job.submission
+        tasks = sub.ntasks or sub.nodes * (sub.ntasks_per_node or 1)
+        ranks = self.recorded[-1].directory
+        deadline = time.monotonic() + START_BOUND
+        recorded_at: float | None = None
+        while running.process.poll() is None:
+            now = time.monotonic()
+            if recorded_at is None and sum(1 for _ in ranks.glob("*.env")) >= tasks:
+                recorded_at = now
+            if now >= deadline or (recorded_at is not None and now - recorded_at > COMMAND_GRACE):
+                return False
+            time.sleep(0.002)
+        return True
+
+
+def _kill_all(running: dict[int, Running]) -> None:
+    for job in list(running.values()):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.process.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            job.process.wait(timeout=5)
+    running.clear()
+
+
+# -- the simulated cluster ---------------------------------------------------------------------
+
+
+class SimCluster:
+    """One simulated cluster, and the transport to it: Slurm commands go to the simulator, with
+    the environment of a login shell in a scratch directory; anything else (``cat``, ``tail``,
+    ``rm``) runs on this host, whose filesystem the simulated jobs write to. :attr:`calls`
+    holds the call faults armed (a lost reply, a timeout before effect)."""
+
+    def __init__(self, config: SlurmConfig) -> None:
+        self.calls = CallFaults()
+        self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
+        weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
+        # The cluster reads about the wall time: find bounds sacct by the job id's ULID time.
+        self.sim = SlurmSim(config, clock=VirtualClock(int(time.time())))
+        self.execute = HarnessExecute(self.sim, self.scratch / "ranks")
+        self.env = {
+            "PWD": str(self.scratch),
+            "HOME": str(self.scratch),
+            "PATH": os.environ.get("PATH", os.defpath),
+            "USER": config.user,
+            "LOGNAME": config.user,
+        }
+        self.local = LocalTransport()
+        self.submitted: list[tuple[int, str, int, int]] = []  # (id, name, submit, seq)
+        self.sim.controller.observe(self._observed)
+
+    # -- the transport --------------------------------------------------------------------------
+
+    def run(
+        self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        words = command_words(argv)
+        command = program(words)
+        if command not in SLURM_COMMANDS:
+            return self.local.run(argv, stdin=stdin, timeout=timeout)
+        fault = self.calls.take(words)
+        if fault == "lose_reply":
+            # The call takes effect; its reply is lost after the caller's timeout (virtual).
+            self.sim.faults.lose_reply(command, args=tuple(words[1:]))
+        elif fault == "before_effect":
+            # The call times out (after the caller's timeout, virtual) before it takes effect.
+            self.sim.faults.timeout_before(command, args=tuple(words[1:]))
+        return self.sim.run(argv, stdin=stdin, env=self.env, timeout=timeout)
+
+    def admin(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        """A command run by someone other than the adapter (an administrator, another user)."""
+        done = self.sim.run(list(argv), stdin=stdin, env=self.env)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr.strip()}")
+        return done
+
+    # -- which simulated job a ref names ----------------------------------------------------------
+
+    def _observed(self, event: str, job: Job) -> None:
+        if event == "submit":
+            self.submitted.append((job.job_id, job.name, job.submit_time, job.seq))
+
+    def seq(self, ref: ObjectRef) -> int | None:
+        """The submission ``ref`` names: the latest one with its id and name submitted at or
+        before its submit time (a requeue moves the submit time of the same submission on)."""
+        if not ref.id.isdigit():
+            return None
+        job_id = int(ref.id)
+        found = [
+            seq
+            for (i, name, submit, seq) in self.submitted
+            if i == job_id and name == ref.uid and submit <= ref.submit_epoch
+        ]
+        return found[-1] if found else None
+
+    def live(self, ref: ObjectRef) -> Job | None:
+        """The ref's job while slurmctld still has it in memory."""
+        self.sim.controller.sync()
+        job = self.sim.controller.jobs.get(int(ref.id)) if ref.id.isdigit() else None
+        if job is None or job.seq != self.seq(ref):
+            return None
+        return job
+
+    def require(self, ref: ObjectRef) -> Job:
+        job = self.live(ref)
+        if job is None:
+            raise KeyError(f"job {ref.id} ({ref.uid}) is not in slurmctld's memory")
+        return job
+
+    def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
+        seq = self.seq(ref)
+        return [r.ranks() for r in self.execute.recorded if seq is not None and r.seq == seq]
+
+
+class SimFaults(FaultInjector):
+    """Every fault the simulator allows, on one simulated cluster."""
+
+    def __init__(self, cluster: SimCluster, job_comment: bool) -> None:
+        self.cluster = cluster
+        self.sim = cluster.sim
+        self.job_comment = job_comment
+
+    # -- the scheduler -----------------------------------------------------------------------------
+
+    def let_run(self, ref: ObjectRef) -> None:
+        self._let_run(self.cluster.require(ref))
+
+    def _let_run(self, job: Job) -> None:
+        """Let virtual time pass until the scheduler has started ``job`` (bounded)."""
+        waited = 0
+        while job.state is not JobState.RUNNING:
+            controller = self.sim.controller
+            if job.purged or job.state.finished or job.state is JobState.SPECIAL_EXIT:
+                raise Rejected(f"job {job.job_id} is {job.state}: it will not run again")
+            pending = job.state is JobState.PENDING
+            if pending and (job.held or job.begin_time - controller.now > LET_RUN_BOUND):
+                raise Rejected(
+                    f"job {job.job_id} is held ({job.reason}, eligible at {job.begin_time}): "
+                    "the scheduler will not start it"
+                )
+            if waited >= LET_RUN_BOUND:
+                raise Rejected(
+                    f"job {job.job_id} did not start within {LET_RUN_BOUND} s ({job.reason})"
+                )
+            self.sim.advance(1)
+            waited += 1
+
+    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
+        job = self.cluster.require(ref)
+        self._let_run(job)
+        self.sim.finish(job.job_id, exit_code)
+
+    def lose_node(self, ref: ObjectRef) -> None:
+        job = self.cluster.require(ref)
+        self._let_run(job)
+        node = job.nodelist.split(",")[0]
+        controller = self.sim.controller
+        sharing = [
+            other
+            for other in controller.jobs.values()
+            if other is not job
+            and other.state is JobState.RUNNING
+            and node in other.nodelist.split(",")
+        ]
+        if sharing:
+            # Only this job's share of the node is lost (the fault acts on one object).
+            controller.node_failure_of(job)
+        else:
+            self.sim.faults.node_failure(node)
+
+    # -- an administrator ------------------------------------------------------------------------
+
+    def requeue_underneath(self, ref: ObjectRef) -> None:
+        job = self.cluster.require(ref)
+        self._let_run(job)
+        # The adapter submits --no-requeue unless it asked for native requeue: an administrator
+        # raises the flag first (slurm-lab §7.6i), then requeues.
+        self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
+        self.sim.faults.requeue_underneath(job.job_id)
+        self._settle(job)
+
+    def _settle(self, job: Job) -> None:
+        """Let a requeue in flight (COMPLETING) finish: the job is back in the queue, with its
+        new submit time (a second of virtual time; the requeue delay keeps it pending)."""
+        for _ in range(10):
+            if job.state is not JobState.COMPLETING:
+                return
+            self.sim.advance(1)
+
+    def _end(self, job: Job) -> None:
+        self._settle(job)
+        if not job.state.finished:
+            self.cluster.admin("scancel", str(job.job_id))
+
+    def _aged(self, job: Job) -> None:
+        """slurmctld purges no sooner than 2 s after the end (MinJobAge's floor): a reused id
+        is never submitted in the second its old job was."""
+        wait = job.end_time + 2 - self.sim.controller.now
+        if wait > 0:
+            self.sim.advance(wait)
+
+    def purge(self, ref: ObjectRef) -> None:
+        job = self.cluster.live(ref)
+        if job is None:
+            return  # already out of slurmctld's memory
+        self._end(job)
+        self._aged(job)
+        self.sim.faults.purge_now(job.job_id)
+
+    def reuse_id(self, ref: ObjectRef) -> None:
+        job = self.cluster.live(ref)
+        if job is not None:
+            self._end(job)
+            self._aged(job)
+        # Another user's job takes the id; held, so it stays (and runs nothing on this host).
+        self.sim.faults.reuse_id(int(ref.id), name="someone-elses-job", hold=True, run_for=None)
+
+    def reuse_id_next(self, ref: ObjectRef) -> None:
+        job = self.cluster.live(ref)
+        if job is not None:
+            self._end(job)
+            self._aged(job)
+            self.sim.faults.purge_now(job.job_id)
+        self.sim.controller.set_next_job_id(int(ref.id))
+
+    def lose_identity_history(self) -> None:
+        if self.job_comment:
+            raise CannotInject(KEEPS_COMMENTS.removeprefix("harness cannot inject "))
+        # Nothing to do: this cluster's accounting never kept comments.
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    def lose_next_reply(self, operation: str) -> None:
+        self.cluster.calls.arm(operation)
+
+    def fail_before_effect(self, operation: str) -> None:
+        self.cluster.calls.arm_before(operation)
+
+    # -- look-alikes -------------------------------------------------------------------------------
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        return slurm_look_alike_forms(kind)
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        return describe_slurm_look_alike(kind, variant)
+
+    def inject_look_alike(
+        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+    ) -> str:
+        """A job of the look-alike's name and comment (another user's for
+        :attr:`LookAlike.OTHER_USER`, submitted then handed over as that user's). It is not
+        held: eligible, it shows in accounting as well as in squeue, so both of find's reads
+        meet it (a held job has no eligible time, and sacct selects by it)."""
+        form = slurm_look_alike(job_id, kind, variant, other)
+        argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
+        if form.comment:
+            argv.append(f"--comment={form.comment}")
+        done = self.cluster.admin(*argv, stdin=FOREIGN_SCRIPT)
+        native = parse_sbatch_id(done.stdout)
+        if native is None:
+            raise RuntimeError(f"sbatch of a look-alike printed no job id: {done.stdout!r}")
+        if form.other_user:
+            self.sim.controller.set_owner(self.sim.job(int(native)), OTHER_USER, OTHER_UID)
+        return native
+
+
+class SlurmSimHarness(Harness[SlurmBackend]):
+    """The Slurm adapter on a fresh simulated cluster per backend, with or without
+    ``job_comment``; ``config`` overrides the cluster's settings (SlurmConfig fields)."""
+
+    identity = SLURM_IDENTITY
+
+    def __init__(self, job_comment: bool = True, **config: Any) -> None:
+        self.job_comment = job_comment
+        self.name = "slurm-sim" if job_comment else "slurm-sim-nocomment"
+        defaults = SlurmConfig(max_job_id=60, min_job_age=30, nodes=("n1", "n2"), cpus_per_node=4)
+        self.config = dataclasses.replace(defaults, job_comment=job_comment, **config)
+        self.offers = SIM_OFFERS if job_comment else SIM_OFFERS | {Fault.LOSE_IDENTITY_HISTORY}
+
+    def lacks(self, need: str) -> str | None:
+        if need == Fault.LOSE_IDENTITY_HISTORY and self.job_comment:
+            return KEEPS_COMMENTS
+        return super().lacks(need)
+
+    def new_backend(self) -> SlurmBackend:
+        cluster = SimCluster(self.config)
+        return SlurmBackend(
+            cluster,
+            self.config.cluster_name,
+            clock=cluster.sim.clock,
+            job_comment=self.job_comment,
+            user=self.config.user,
+        )
+
+    def reopen(self, backend: SlurmBackend) -> SlurmBackend:
+        return backend.reopen()
+
+    def clock(self, backend: SlurmBackend) -> Clock:
+        return sim_cluster(backend).sim.clock
+
+    def faults(self, backend: SlurmBackend) -> SimFaults:
+        return SimFaults(sim_cluster(backend), self.job_comment)
+
+    def executions(
+        self, backend: SlurmBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
+        return sim_cluster(backend).executions(ref)
+
+    def host(self, backend: SlurmBackend) -> Host:
+        """This host's filesystem: the simulated jobs' scripts run here."""
+        return LocalHost()
+
+
+def sim_cluster(backend: SlurmBackend) -> SimCluster:
+    """The simulated cluster a backend of :class:`SlurmSimHarness` runs on."""
+    transport = backend.transport
+    if not isinstance(transport, SimCluster):
+        raise TypeError("the slurm-sim harness was given a backend it did not make")
+    return transport
+
+
+def slurm_sim() -> SlurmSimHarness:
+    return SlurmSimHarness(job_comment=True)
+
+
+def slurm_sim_nocomment() -> SlurmSimHarness:
+    return SlurmSimHarness(job_comment=False)
+
+
+__all__ = [
+    "SLURM_IDENTITY",
+    "HarnessExecute",
+    "SimCluster",
+    "SimFaults",
+    "SlurmSimHarness",
+    "sim_cluster",
+    "slurm_sim",
+    "slurm_sim_nocomment",
+]

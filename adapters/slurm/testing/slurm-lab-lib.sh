@@ -1,0 +1,1 @@
+../../../ci/slurm-lab-lib.sh

@@ -1,0 +1,110 @@
+"""The call faults of a Slurm harness's transport: the reply of an operation's call lost after
+it took effect, or the call timing out before it took effect.
+
+Each operation of the adapter (:data:`~conformance.harness.OPERATIONS`) is carried by Slurm
+calls: :data:`LOSABLE` names the call whose effect a lost reply follows (the last one of a
+two-step requeue), :data:`FIRST_CALLS` the call a timeout before effect stops (the first one,
+so that nothing of the operation changed). :class:`CallFaults` matches each call of the
+adapter against the faults armed; the harness's transport then drops the reply or raises the
+timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, Literal
+
+from conformance.harness import CannotInject
+
+SLURM_COMMANDS: Final = ("sbatch", "squeue", "sacct", "scancel", "scontrol")
+
+Matcher = Callable[[Sequence[str]], bool]
+
+
+def command_words(argv: Sequence[str]) -> list[str]:
+    """``argv`` without a leading ``env NAME=value ...`` (how the adapter sets its time format
+    on the far side of any transport)."""
+    words = list(argv)
+    while words and words[0].rsplit("/", 1)[-1] == "env":
+        words = words[1:]
+        while words and "=" in words[0] and not words[0].startswith("="):
+            words = words[1:]
+    return words
+
+
+def program(words: Sequence[str]) -> str:
+    """The program a call runs (its base name)."""
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
+def _update(words: Sequence[str]) -> bool:
+    return program(words) == "scontrol" and list(words[1:2]) == ["update"]
+
+
+def _is_hold(words: Sequence[str]) -> bool:
+    return _update(words) and any(
+        w.startswith("StartTime=") and w != "StartTime=now" for w in words[2:]
+    )
+
+
+def _is_release(words: Sequence[str]) -> bool:
+    return _update(words) and "StartTime=now" in words
+
+
+LOSABLE: Final[Mapping[str, Matcher]] = {
+    "start": lambda words: program(words) == "sbatch",
+    "stop": lambda words: program(words) == "scancel",
+    "hold": _is_hold,
+    "release": _is_release,
+    # The adapter requeues in two steps (Requeue=1, then requeue): the second one takes effect.
+    "requeue": lambda words: program(words) == "scontrol" and list(words[1:2]) == ["requeue"],
+}
+"""Which call carries each operation's effect: its reply is the one a lost-reply fault loses."""
+
+FIRST_CALLS: Final[Mapping[str, Matcher]] = {
+    **LOSABLE,
+    # Before the requeue took effect means before its first step: the job is not even marked
+    # requeueable.
+    "requeue": lambda words: _update(words) and "Requeue=1" in words,
+}
+"""Which call starts each operation: a timeout before effect stops it, so nothing changed."""
+
+Kind = Literal["lose_reply", "before_effect"]
+
+
+class CallFaults:
+    """The call faults armed on a transport, matched against each call, first armed first."""
+
+    def __init__(self) -> None:
+        self.armed: list[tuple[Kind, str]] = []
+
+    def arm(self, operation: str) -> None:
+        """The next ``operation`` takes effect and its reply is lost."""
+        if operation not in LOSABLE:
+            raise CannotInject(f"lose_next_reply({operation})")
+        self.armed.append(("lose_reply", operation))
+
+    def arm_before(self, operation: str) -> None:
+        """The next ``operation`` times out before it takes effect."""
+        if operation not in FIRST_CALLS:
+            raise CannotInject(f"fail_before_effect({operation})")
+        self.armed.append(("before_effect", operation))
+
+    def take(self, words: Sequence[str]) -> Kind | None:
+        """The fault that hits this call (it is disarmed), or None."""
+        for index, (kind, operation) in enumerate(self.armed):
+            table = LOSABLE if kind == "lose_reply" else FIRST_CALLS
+            if table[operation](words):
+                del self.armed[index]
+                return kind
+        return None
+
+
+__all__ = [
+    "FIRST_CALLS",
+    "LOSABLE",
+    "SLURM_COMMANDS",
+    "CallFaults",
+    "command_words",
+    "program",
+]

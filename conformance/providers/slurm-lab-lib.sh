@@ -1,1 +1,0 @@
-../../ci/slurm-lab-lib.sh

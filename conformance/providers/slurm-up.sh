@@ -1,1 +1,0 @@
-../../ci/slurm-up.sh
