@@ -353,7 +353,9 @@ class GuardedHarness(Harness[Backend]):
     def __init__(self, inner: Harness[Any]) -> None:
         self.inner = inner
         self.name = inner.name
-        self.identity = inner.identity
+        identity = getattr(inner, "identity", None)  # run_check refuses a harness without one
+        if identity is not None:
+            self.identity = identity
         self.offers = inner.offers
         self.schedule_within = inner.schedule_within
         self.stateful_examples = inner.stateful_examples
