@@ -580,7 +580,8 @@ class Context:
         for interface in needs.interfaces:
             if not isinstance(self.backend, interface):
                 raise Skip(
-                    f"adapter {type(self.backend).__name__} does not implement {interface.__name__}"
+                    f"adapter implements no {interface.__name__} "
+                    f"({type(self.backend).__name__} is not one)"
                 )
 
     def cleanup(self) -> list[str]:

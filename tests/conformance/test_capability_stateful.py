@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from adapters.memory import MemoryBackend
+from adapters.memory.testing.harness import MemoryHarness
 from conformance.checks import Check, Outcome, Result, checks, run_check
 from conformance.harness import FaultInjector
 from conformance.harnesses import load_harness
-from conformance.harnesses.memory import MemoryHarness
 from dispatch_core import (
     OUTPUT,
     Backend,
@@ -339,7 +339,7 @@ def test_the_capability_decision_names_the_refusing_answer() -> None:
 
 
 def test_a_stateful_failure_names_the_rule_the_seed_and_the_program() -> None:
-    harness = load_harness("conformance.broken:epoch_ignores_restarts")
+    harness = load_harness("adapters.memory.testing.broken:epoch_ignores_restarts")
     first = run_check(check_named("STATE-003"), harness, seed=7)
     assert first.outcome is Outcome.FAILED
     assert "rule: No repeated attempt" in first.reason
