@@ -1,12 +1,12 @@
 """The proof of strength: every registered check runs against every deliberately broken adapter
-of ``conformance.broken``; each one must fail at least one check whose message names the rule
+of ``adapters.memory.testing.broken``; each one must fail at least one check whose message names the rule
 it broke. The kill rate (killed / total), and which checks kill which adapter, are printed."""
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.broken import BY_NAME, CATALOGUE
+from adapters.memory.testing.broken import BY_NAME, CATALOGUE
 from conformance.checks import Outcome, Result, checks, run_check
 from conformance.harnesses import load_harness
 
@@ -53,8 +53,8 @@ def test_kill_rate(outcomes: dict[str, list[Result]], capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize("name", [broken.name for broken in CATALOGUE])
 def test_each_broken_adapter_is_a_module_factory_harness(name: str) -> None:
-    harness = load_harness(f"conformance.broken:{name}")
-    assert harness.name == f"conformance.broken:{name}"
+    harness = load_harness(f"adapters.memory.testing.broken:{name}")
+    assert harness.name == f"adapters.memory.testing.broken:{name}"
     backend = harness.new_backend()
     assert type(harness.reopen(backend)) is type(backend), "a reopen keeps the adapter broken"
 

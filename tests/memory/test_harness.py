@@ -1,0 +1,202 @@
+"""The memory adapter's harnesses (``adapters.memory.testing``): the identity model each shape
+declares, what it offers and lacks (with the reasons), the look-alike intents in each shape's
+encoding (Slurm names and comments; Kubernetes labels, annotations and namespaces), the call
+faults, and every registered check on both shapes: nothing fails, nothing errs, and the
+kubeflow shape skips only what Kubernetes cannot have or the adapter declares no."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapters.memory import MemoryBackend
+from adapters.memory.kube import ANNOTATION_ATTEMPT, ANNOTATION_SUBMISSION, LABEL_JOB, job_label
+from adapters.memory.testing import MemoryFaults, MemoryHarness, memory_kubeflow, memory_slurm
+from adapters.memory.testing.harness import (
+    KUBE_REFUSED,
+    OTHER_NAMESPACE,
+    UNPARSABLE_ANNOTATIONS,
+)
+from adapters.slurm.testing.lookalikes import UNPARSABLE_COMMENTS
+from conformance import CannotInject, Outcome, checks, run_check
+from conformance.harness import (
+    OPERATIONS,
+    IdentityModel,
+    LocalHost,
+    LookAlike,
+    Lookup,
+    Probe,
+    fault_needs,
+    look_alike_need,
+)
+from conformance.harnesses import load_harness
+from dispatch_core import JobID, JobSpec, OutcomeUnknown, State, make_plan, with_job
+
+JOB = JobID("01JZ8Q2N5V0000000000000000")
+
+
+def kube() -> tuple[MemoryBackend, MemoryFaults]:
+    harness = memory_kubeflow()
+    backend = harness.new_backend()
+    return backend, harness.faults(backend)
+
+
+def test_the_registered_harnesses() -> None:
+    slurm, kubeflow = load_harness("memory-slurm"), load_harness("memory-kubeflow")
+    assert isinstance(slurm, MemoryHarness) and slurm.shape == "slurm"
+    assert isinstance(kubeflow, MemoryHarness) and kubeflow.shape == "kubeflow"
+
+
+def test_each_shape_declares_its_scheduler_s_identity_model() -> None:
+    assert memory_slurm().identity == IdentityModel(
+        lookup=Lookup.NAME, reuses_ids=True, requeue_moves_submit=True, history_outlives_live=True
+    )
+    assert memory_kubeflow().identity == IdentityModel(
+        lookup=Lookup.LABEL,
+        reuses_ids=False,
+        requeue_moves_submit=False,
+        history_outlives_live=False,
+    )
+
+
+def test_the_identity_model_is_what_the_kubeflow_shape_does() -> None:
+    """Label lookup, a uid never reused, a requeue keeps the creation time, no history."""
+    backend, faults = kube()
+    plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JOB))
+    ref = backend.start(plan, 1, 1)
+    job = backend.cluster.require(ref.id)
+    assert job.comment is None and job.labels == {LABEL_JOB: job_label(JOB)}
+    assert job.annotations == {ANNOTATION_SUBMISSION: "1", ANNOTATION_ATTEMPT: "1"}
+    faults.let_run(ref)
+    faults.requeue_underneath(ref)
+    assert backend.open(ref).ref.submit == ref.submit
+    faults.let_run(ref)
+    faults.finish(ref)
+    faults.purge(ref)
+    assert backend.find(JOB) == []  # no history once deleted
+    again = backend.start(plan, 1, 1)
+    assert again.id == ref.id and again.uid != ref.uid  # the name again, never the uid
+
+
+def test_what_each_shape_offers_and_lacks() -> None:
+    known = set(fault_needs()) | {p.value for p in Probe}
+    slurm, kubeflow = memory_slurm(), memory_kubeflow()
+    assert {n for n in known if slurm.lacks(n)} == set()
+    lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
+    assert lacking == {n: f"harness cannot inject {why}" for n, why in KUBE_REFUSED.items()}
+    assert lacking[look_alike_need(LookAlike.COMMA_LIST)].startswith(
+        "harness cannot inject look_alike:comma_list (a Kubernetes label value cannot hold a comma"
+    )
+    assert isinstance(slurm.host(slurm.new_backend()), LocalHost)
+
+
+def test_the_kubeflow_faults_kubernetes_cannot_have_are_refused_when_asked() -> None:
+    backend, faults = kube()
+    ref = backend.start(make_plan(backend, JobSpec(command=("x",))), 1, 1)
+    for call, why in (
+        (lambda: faults.reuse_id(ref), "Kubernetes never reuses a UID"),
+        (lambda: faults.reuse_id_next(ref), "Kubernetes never reuses a UID"),
+        (faults.lose_identity_history, "no accounting history"),
+        (lambda: faults.inject_look_alike(JOB, LookAlike.COMMA_LIST), "comma"),
+    ):
+        with pytest.raises(CannotInject, match=why):
+            call()
+
+
+def test_kubeflow_look_alikes_are_labels_annotations_and_namespaces() -> None:
+    backend, faults = kube()
+    plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JOB))
+    ref = backend.start(plan, 1, 1)
+    made: dict[str, LookAlike] = {}
+    for kind in (k for k in LookAlike if k is not LookAlike.COMMA_LIST):
+        for variant in range(faults.look_alike_forms(kind)):
+            made[faults.inject_look_alike(JOB, kind, variant)] = kind
+            assert faults.describe_look_alike(kind, variant)
+    assert faults.look_alike_forms(LookAlike.UNPARSABLE_IDENTITY) == len(UNPARSABLE_ANNOTATIONS)
+    jobs = backend.cluster.jobs
+    cases = [jobs[i].labels[LABEL_JOB] for i, k in made.items() if k is LookAlike.CASE_VARIANT]
+    assert len(set(cases)) == 3 and job_label(JOB) not in cases
+    assert all(c.lower() == job_label(JOB) for c in cases)
+    [theirs] = [i for i, k in made.items() if k is LookAlike.OTHER_USER]
+    assert theirs.startswith(f"{OTHER_NAMESPACE}/")
+    assert all(jobs[i].comment is None for i in made)
+    found = {o.ref.id: o for o in backend.find(JOB)}
+    foreign = {
+        i for i, k in made.items() if k in (LookAlike.UNPARSABLE_IDENTITY, LookAlike.NO_IDENTITY)
+    }
+    assert set(found) == {ref.id} | foreign
+    assert all(found[i].foreign and found[i].submission is None for i in foreign)
+    assert not found[ref.id].foreign and found[ref.id].submission == 1
+    # A look-alike's execution would carry no identity the strict parser refused.
+    assert backend.cluster._identity(jobs[next(iter(foreign))]) is None
+
+
+def test_slurm_shaped_look_alikes_use_the_slurm_encoding() -> None:
+    harness = memory_slurm()
+    backend = harness.new_backend()
+    faults = harness.faults(backend)
+    assert faults.look_alike_forms(LookAlike.UNPARSABLE_IDENTITY) == len(UNPARSABLE_COMMENTS)
+    comma = faults.inject_look_alike(JOB, LookAlike.COMMA_LIST, 1, other=JobID.new())
+    assert backend.cluster.jobs[comma].name.endswith("," + JOB.discovery_name())
+    theirs = faults.inject_look_alike(JOB, LookAlike.OTHER_USER)
+    assert backend.cluster.jobs[theirs].owner != "me"
+    bare = faults.inject_look_alike(JOB, LookAlike.NO_IDENTITY)
+    assert backend.cluster.jobs[bare].comment == ""
+    assert {o.ref.id: o.foreign for o in backend.find(JOB)} == {bare: True}
+
+
+@pytest.mark.parametrize("shape", ["slurm", "kubeflow"])
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_fail_before_effect_changes_nothing(shape: str, operation: str) -> None:
+    harness = memory_slurm() if shape == "slurm" else memory_kubeflow()
+    backend = harness.new_backend()
+    faults = harness.faults(backend)
+    plan = make_plan(backend, JobSpec(command=("x",)))
+    ref = backend.start(plan, 1, 1)
+    if operation == "requeue":
+        faults.let_run(ref)
+    number = backend.hold(ref) if operation == "release" else 0
+    before = backend.open(ref)
+    other = make_plan(backend, JobSpec(command=("x",)))
+    faults.fail_before_effect(operation)
+    calls = {
+        "start": lambda: backend.start(other, 1, 1),
+        "stop": lambda: backend.stop(ref),
+        "hold": lambda: backend.hold(ref),
+        "release": lambda: backend.release(ref, number),
+        "requeue": lambda: backend.requeue(ref),
+    }
+    with pytest.raises(OutcomeUnknown):
+        calls[operation]()
+    after = backend.open(ref)
+    assert (after.state, after.hold, after.restart_count) == (
+        before.state,
+        before.hold,
+        before.restart_count,
+    )
+    assert backend.find(other.job) == []
+    with pytest.raises(CannotInject):
+        faults.fail_before_effect("restart")
+    assert after.state in (State.QUEUED, State.HELD, State.RUNNING)
+
+
+# -- every registered check -------------------------------------------------------------------
+
+KUBE_SKIPS = (
+    *(f"harness cannot inject {why}" for why in KUBE_REFUSED.values()),
+    "the harness's target has no native id reuse",
+    "the harness's target has no history beyond the live view",
+    "adapter declares",
+    "the adapter is not",
+    "expected failure",
+)
+
+
+@pytest.mark.parametrize("name", ["memory-slurm", "memory-kubeflow"])
+@pytest.mark.parametrize("check", checks(), ids=lambda check: check.id)
+def test_every_registered_check(check, name: str) -> None:  # type: ignore[no-untyped-def]
+    """Both shapes run every check (the full tier): nothing fails or errs; the kubeflow shape
+    skips only what a Kubernetes scheduler cannot have, or what the adapter declares no."""
+    result = run_check(check, load_harness(name), seed=0)
+    assert result.outcome in (Outcome.PASSED, Outcome.SKIPPED), result.reason
+    if result.outcome is Outcome.SKIPPED and name == "memory-kubeflow":
+        assert result.reason.startswith(KUBE_SKIPS), f"{check.id}: {result.reason}"
