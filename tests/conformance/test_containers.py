@@ -26,13 +26,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from adapters.slurm import SlurmBackend, Transport
-from conformance import Outcome, checks, run_check
-from conformance.cli import main
-from conformance.harness import CannotInject
-from conformance.harnesses import load_harness
-from conformance.harnesses.slurm import SlurmLocalHarness
-from conformance.providers import containers
-from conformance.providers.containers import (
+from adapters.slurm.testing import containers
+from adapters.slurm.testing.containers import (
     BRING_UP_FILES,
     INSTALL_HINT,
     PACKAGES,
@@ -51,6 +46,11 @@ from conformance.providers.containers import (
     engine_problem,
     wait_until_up,
 )
+from adapters.slurm.testing.local import SlurmLocalHarness
+from conformance import Outcome, checks, run_check
+from conformance.cli import main
+from conformance.harness import CannotInject
+from conformance.harnesses import load_harness
 from dispatch_core import VirtualClock
 
 SCRIPT = b"#!/bin/sh\n# a stand-in for ci/slurm-up.sh\nexit 0\n"
@@ -317,7 +317,9 @@ def test_the_bring_up_script_is_read_from_the_package_data(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
-    with pytest.raises(ScriptMissing, match=r"conformance/providers/slurm-up\.sh.*ci/slurm-up\.sh"):
+    with pytest.raises(
+        ScriptMissing, match=r"adapters/slurm/testing/slurm-up\.sh.*ci/slurm-up\.sh"
+    ):
         bring_up_script()
     (tmp_path / "slurm-up.sh").symlink_to(tmp_path / "nowhere.sh")  # a dangling link
     with pytest.raises(ScriptMissing, match="bring-up script is missing"):
@@ -326,7 +328,7 @@ def test_the_bring_up_script_is_read_from_the_package_data(
     assert bring_up_script() == SCRIPT
     with pytest.raises(
         ScriptMissing,
-        match=r"library is missing: conformance/providers/slurm-lab-lib\.sh.*ci/slurm-lab-lib\.sh",
+        match=r"library is missing: adapters/slurm/testing/slurm-lab-lib\.sh.*ci/slurm-lab-lib\.sh",
     ):
         bring_up_files()
     (tmp_path / "slurm-lab-lib.sh").write_bytes(LIB)
@@ -337,10 +339,10 @@ def test_the_bring_up_script_is_read_from_the_package_data(
 def test_the_package_data_is_the_scripts_of_ci_and_pyproject_ships_it() -> None:
     assert bring_up_files() == {name: (REPO / "ci" / name).read_bytes() for name in BRING_UP_FILES}
     for name in BRING_UP_FILES:
-        link = REPO / "conformance" / "providers" / name
-        assert link.is_symlink() and os.readlink(link) == f"../../ci/{name}"
+        link = REPO / "adapters" / "slurm" / "testing" / name
+        assert link.is_symlink() and os.readlink(link) == f"../../../ci/{name}"
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    shipped = pyproject["tool"]["setuptools"]["package-data"]["conformance.providers"]
+    shipped = pyproject["tool"]["setuptools"]["package-data"]["adapters.slurm.testing"]
     assert set(BRING_UP_FILES) <= set(shipped)
 
 
@@ -562,7 +564,7 @@ def test_without_the_extra_starting_a_container_names_the_extra(
 
 def test_importing_the_provider_imports_neither_docker_nor_testcontainers() -> None:
     code = (
-        "import sys, conformance.providers.containers as c; c.slurm_container(); "
+        "import sys, adapters.slurm.testing.containers as c; c.slurm_container(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('docker', 'testcontainers')))"
     )
     done = subprocess.run(
@@ -703,7 +705,7 @@ def test_the_harness_list_names_slurm_container(capsys: pytest.CaptureFixture[st
     assert main(["harnesses"]) == 0
     out = capsys.readouterr().out
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines()}
-    assert rows["slurm-container"] == "conformance.providers.containers:slurm_container"
+    assert rows["slurm-container"] == "adapters.slurm.testing.containers:slurm_container"
 
 
 def test_a_run_without_an_engine_skips_and_exits_0(
