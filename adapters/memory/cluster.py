@@ -84,6 +84,8 @@ class Job:
     owner: str = "me"
     purged: bool = False
     comment_kept: bool = True
+    submitted: int | None = None
+    """When the object was made (``submit`` before any requeue moved it)."""
     labels: dict[str, str] = field(default_factory=dict)
     """The kubeflow shape's labels (a label selector matches them exactly)."""
     annotations: dict[str, str] = field(default_factory=dict)
@@ -203,6 +205,7 @@ class MemoryCluster:
             submit=now,
             eligible=now,
             owner=owner,
+            submitted=now,
             labels=dict(labels or {}),
             annotations=dict(annotations or {}),
         )
@@ -277,6 +280,21 @@ class MemoryCluster:
             for j in self.jobs.values()
             if j.native_id.startswith(prefix) and j.labels.get(key) == value
         ]
+
+    def made_as(self, native_id: str, uid: str, submit: int) -> Job | None:
+        """The object a ref of ``native_id``, ``uid`` and ``submit`` was made for, whatever
+        became of it (live, in accounting, or purged): the latest one made under that id and
+        uid at or before ``submit``. This is the cluster's own record, for a harness: an
+        adapter sees only what the scheduler shows."""
+        made = [
+            job
+            for job in [*self.jobs.values(), *self.history]
+            if job.native_id == native_id
+            and job.uid == uid
+            and job.submitted is not None
+            and job.submitted <= submit
+        ]
+        return max(made, key=lambda job: job.serial) if made else None
 
     def shown_comment(self, job: Job) -> str | None:
         """The comment as the scheduler shows it (accounting without job_comment drops it)."""

@@ -200,3 +200,28 @@ def test_every_registered_check(check, name: str) -> None:  # type: ignore[no-un
     assert result.outcome in (Outcome.PASSED, Outcome.SKIPPED), result.reason
     if result.outcome is Outcome.SKIPPED and name == "memory-kubeflow":
         assert result.reason.startswith(KUBE_SKIPS), f"{check.id}: {result.reason}"
+
+
+def test_executions_are_the_ref_s_object_s_even_when_the_identity_check_cannot_tell() -> None:
+    """The same job's next submission takes the purged id and is requeued: the adapter's
+    identity check takes the old ref for it (same name, later submit, restarted), but the
+    harness reports each object's own executions, from the cluster's record."""
+    harness = memory_slurm()
+    backend = harness.new_backend()
+    faults = harness.faults(backend)
+    plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JOB))
+    first = backend.start(plan, 1, 1)
+    faults.let_run(first)
+    faults.finish(first)
+    faults.reuse_id_next(first)
+    backend.clock.advance(2)
+    second = backend.start(plan, 2, 1)
+    assert (second.id, second.uid) == (first.id, first.uid)
+    faults.let_run(second)
+    faults.requeue_underneath(second)
+    faults.let_run(second)
+    assert backend.open(first).ref == backend.open(second).ref  # what the adapter can tell
+    [mine] = harness.executions(backend, first)
+    assert {env["DISPATCH_SUBMISSION"] for env in mine} == {"1"}
+    theirs = harness.executions(backend, second)
+    assert [{env["DISPATCH_SUBMISSION"] for env in ranks} for ranks in theirs] == [{"2"}, {"2"}]

@@ -300,7 +300,13 @@ class MemoryHarness(Harness[MemoryBackend]):
     def executions(
         self, backend: MemoryBackend, ref: ObjectRef
     ) -> Sequence[Sequence[Mapping[str, str]]]:
-        return [e.ranks for e in backend.executions(ref)]
+        """The executions of the object the ref was made for, by the cluster's own record:
+        never those of a later object the adapter's identity check cannot tell from it (the
+        same job's next submission on the same id, requeued, on the Slurm shape)."""
+        job = backend.cluster.made_as(ref.id, ref.uid, ref.submit_epoch)
+        if job is None:
+            return []
+        return [e.ranks for e in backend.cluster.executions if e.serial == job.serial]
 
     def host(self, backend: MemoryBackend) -> Host:
         """This host's filesystem (the memory scheduler's ranks "run" where they are told)."""
