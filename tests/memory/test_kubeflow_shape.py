@@ -87,3 +87,68 @@ def test_ended_objects_leave_no_history() -> None:
     assert backend.find(plan.job) == []
     with pytest.raises(NotFound):
         backend.open(ref)
+
+
+def test_identity_is_a_label_and_two_annotations_never_a_comment() -> None:
+    backend = MemoryBackend("kubeflow")
+    plan = make_plan(backend, JobSpec(command=("x",)))
+    ref = backend.start(plan, 2, 3)
+    job = backend.cluster.require(ref.id)
+    assert job.comment is None
+    assert job.labels == {"dispatch/job": str(plan.job).lower()}
+    assert job.annotations == {"dispatch/submission": "2", "dispatch/attempt": "3"}
+    seen = backend.open(ref)
+    assert (seen.submission, seen.attempt, seen.foreign) == (2, 3, False)
+
+
+@pytest.mark.parametrize(
+    ("labels", "annotations", "found", "foreign"),
+    [
+        (
+            {"dispatch/job": "LABEL"},
+            {"dispatch/submission": "1", "dispatch/attempt": "1"},
+            False,
+            False,
+        ),
+        (
+            {"dispatch/job": "label"},
+            {"dispatch/submission": "01", "dispatch/attempt": "1"},
+            True,
+            True,
+        ),
+        ({"dispatch/job": "label"}, {"dispatch/submission": "1"}, True, True),
+        ({"dispatch/job": "label"}, {}, True, True),
+        ({}, {"dispatch/submission": "1", "dispatch/attempt": "1"}, False, False),
+    ],
+)
+def test_find_selects_the_exact_label_and_reports_bad_annotations_foreign(
+    labels: dict[str, str], annotations: dict[str, str], found: bool, foreign: bool
+) -> None:
+    backend = MemoryBackend("kubeflow")
+    plan = make_plan(backend, JobSpec(command=("x",)))
+    label = str(plan.job).lower()
+    labels = {k: (label.upper() if v == "LABEL" else label) for k, v in labels.items()}
+    other = backend.cluster.submit(
+        "someone", None, None, None, labels=labels, annotations=annotations
+    )
+    seen = {o.ref.id: o for o in backend.find(plan.job)}
+    assert (other.native_id in seen) is found
+    if found:
+        assert seen[other.native_id].foreign is foreign
+        assert seen[other.native_id].submission is None
+
+
+def test_another_namespace_is_not_listed() -> None:
+    backend = MemoryBackend("kubeflow")
+    plan = make_plan(backend, JobSpec(command=("x",)))
+    backend.cluster.submit(
+        "theirs",
+        None,
+        None,
+        None,
+        owner="someone-else",
+        labels={"dispatch/job": str(plan.job).lower()},
+        annotations={"dispatch/submission": "1", "dispatch/attempt": "1"},
+        namespace="someone-else",
+    )
+    assert backend.find(plan.job) == []
