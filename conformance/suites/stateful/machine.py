@@ -317,9 +317,15 @@ class Machine(RuleBasedStateMachine):
                 f"({look_alike.kind.value}: {look_alike.form}), not a new object",
             )
         for other in self.objs:
-            if other.gone is not None and other.occupant is None and other.ref.id == ref.id:
-                other.occupant = obj
-                self.note(f"   {obj.label} took the id of {other.label}")
+            if other.ref.id != ref.id or other.ref == ref or other.occupant is not None:
+                continue
+            if other.gone is None:
+                # A scheduler hands an id out again only once its object has left the live
+                # view (Slurm purges an ended job after MinJobAge): the program's object is gone.
+                other.gone = f"purged by the scheduler, its id handed to {obj.label}"
+                other.hold = None
+            other.occupant = obj
+            self.note(f"   {obj.label} took the id of {other.label}")
         seen = self.peek(obj)
         if seen is not None:
             obj.submit, obj.restarts = seen.ref.submit, seen.restart_count
