@@ -587,16 +587,7 @@ CANNOT = {
     "slurm-sim": ("lose_identity_history",),
     "slurm-sim-nocomment": (),
 }
-_SAME_JOB_REUSE = (
-    "seed 001's identity check cannot tell a stale ref from the same job's later submission "
-    "on the same id once that one is requeued (same name, later submit, restart count > 0): a "
-    "write through the stale ref then lands on it; the stateful oracle is stricter than the "
-    "check the seed defines (reported to the suites' owner)"
-)
-KNOWN: dict[tuple[str, str], str] = {
-    ("STATE-011", "slurm-sim"): _SAME_JOB_REUSE,
-    ("STATE-011", "slurm-sim-nocomment"): _SAME_JOB_REUSE,
-}
+KNOWN: dict[tuple[str, str], str] = {}
 """(check id, harness) -> the open adapter or simulator bug that makes it fail there."""
 
 
