@@ -15,7 +15,6 @@ from conformance.checks import (
     Outcome,
     Result,
     Skip,
-    Tier,
     check,
     checks,
     run_check,
@@ -36,6 +35,7 @@ from conformance.harness import (
     look_alike_need,
 )
 from conformance.plugin import suite_for
+from conformance.tiers import Tier
 
 __all__ = [
     "OPERATIONS",

@@ -39,6 +39,7 @@ from conformance.harness import (
     Probe,
     fault_needs,
 )
+from conformance.tiers import Tier
 from dispatch_core import (
     Backend,
     Capability,
@@ -58,18 +59,6 @@ from dispatch_core import (
 from dispatch_core.clock import pause
 
 T = TypeVar("T")
-
-
-class Tier(StrEnum):
-    """How much a run checks: ``smoke`` < ``standard`` < ``full``."""
-
-    SMOKE = "smoke"
-    STANDARD = "standard"
-    FULL = "full"
-
-    def includes(self, other: Tier) -> bool:
-        order = list(Tier)
-        return order.index(other) <= order.index(self)
 
 
 class Outcome(StrEnum):

@@ -21,7 +21,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -36,7 +35,7 @@ from conformance.checks import (
     where,
 )
 from conformance.harness import CannotInject, HarnessUnavailable
-from conformance.harnesses import GROUP
+from conformance.harnesses import GROUP, registered
 from conformance.reports import (
     MATRIX_REPORTS,
     PREFLIGHT_REPORTS,
@@ -60,11 +59,11 @@ from conformance.runner import (
     load_all,
     one_line,
 )
+from conformance.tiers import TIERS
 from dispatch_core import Backend, Preflight, PreflightOptions
 
 PROG = "dispatch-conformance"
 DEFAULT_REPORT_DIR = "conformance-reports"
-TIERS = ("smoke", "standard", "full")
 
 EXIT_PASSED = 0
 EXIT_FAILED = 1
@@ -243,7 +242,7 @@ def _needs_line(check: Check) -> str:
 
 
 def command_harnesses(args: argparse.Namespace) -> int:
-    found = sorted({ep.name: ep.value for ep in entry_points(group=GROUP)}.items())
+    found = list(registered().items())
     if not found:
         say(f"no harness is registered under {GROUP}")
         return 0

@@ -53,6 +53,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 
+from conformance.tiers import TIERS
+
 if TYPE_CHECKING:
     from _pytest._io import TerminalWriter
 
@@ -61,7 +63,6 @@ if TYPE_CHECKING:
     from conformance.runner import Loaded
 
 ENTRY_POINT = "dispatch_conformance"
-TIERS = ("smoke", "standard", "full")
 RESULT_ATTRIBUTE = "dispatch_result"
 
 

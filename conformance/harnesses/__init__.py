@@ -19,8 +19,13 @@ class HarnessError(Exception):
     """A harness name or factory that cannot be loaded (the message is one line)."""
 
 
+def registered() -> dict[str, str]:
+    """Every harness registered under :data:`GROUP`: name to its ``module:factory``, by name."""
+    return dict(sorted({ep.name: ep.value for ep in entry_points(group=GROUP)}.items()))
+
+
 def harness_names() -> list[str]:
-    return sorted({ep.name for ep in entry_points(group=GROUP)})
+    return list(registered())
 
 
 def load_harness(spec: str) -> Harness[Any]:
@@ -59,4 +64,4 @@ def load_harness(spec: str) -> Harness[Any]:
     return harness
 
 
-__all__ = ["GROUP", "HarnessError", "harness_names", "load_harness"]
+__all__ = ["GROUP", "HarnessError", "harness_names", "load_harness", "registered"]

@@ -14,9 +14,10 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from conformance.checks import CheckFailed, Context, Needs, Skip, Tier, check
+from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import CannotInject, Fault, Probe
 from conformance.suites.clauses import SEED_000
+from conformance.tiers import Tier
 from dispatch_core import (
     IMAGE,
     OUTPUT,

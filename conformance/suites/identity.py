@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from conformance.checks import CheckFailed, Context, Needs, Skip, Tier, check
+from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import CannotInject, Fault, LookAlike, Lookup, Probe, look_alike_need
 from conformance.steps import (
     as_holder,
@@ -31,6 +31,7 @@ from conformance.steps import (
     writes_act_on_nothing,
 )
 from conformance.suites.clauses import SEED_000, SEED_001
+from conformance.tiers import Tier
 from dispatch_core import (
     Capability,
     DispatchError,

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from adapters.slurm.parse import config_number, parse_config
 from simulators.slurm.config import SlurmConfig
 
 
@@ -122,17 +123,13 @@ class ClusterInfo:
         host: str,
     ) -> ClusterInfo:
         """From ``scontrol show config`` and ``sinfo -h -N -o '%N|%c|%P'``."""
-        config: dict[str, str] = {}
-        for line in config_text.splitlines():
-            key, sep, value = line.partition(" = ")
-            if sep:
-                config[key.strip()] = value.strip()
+        config = parse_config(config_text)
         if not config:
             raise FidelityError("scontrol show config printed no configuration")
 
         def number(key: str, default: int) -> int:
-            words = config.get(key, "").split()
-            return int(words[0]) if words and words[0].isdigit() else default
+            found = config_number(config, key)
+            return default if found is None else found
 
         cred = re.search(r"cred_expire=(\d+)", config.get("AuthInfo", ""))
         interval = re.search(r"\bsched_interval=(\d+)", config.get("SchedulerParameters", ""))

@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Final, Protocol
 
+from adapters.slurm.parse import parse_sbatch_id
 from dispatch_core import Clock, VirtualClock, WallClock
 from dispatch_core.clock import pause
 from simulators.slurm.sim import SlurmSim
@@ -215,7 +216,10 @@ class RealSlurm:
         done = self.command(argv, script(1))
         if done.returncode != 0:
             raise FidelityError(f"sbatch of {name} failed: {done.stderr.strip()}")
-        return int(done.stdout.strip().split(";", 1)[0])
+        native = parse_sbatch_id(done.stdout)
+        if native is None:
+            raise FidelityError(f"sbatch of {name} printed no job id: {done.stdout.strip()!r}")
+        return int(native)
 
     def take_id(self) -> int:
         """The id slurmctld hands out next, taken: ``sbatch --test-only --hold`` makes a job

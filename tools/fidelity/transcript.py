@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from adapters.slurm.parse import parse_sbatch_id
 from tools.fidelity.cluster import ClusterInfo, FidelityError, Foreign
 from tools.fidelity.scenario import GONE, Run, Runs, Scenario, Step, WaitState, step_from_json
 from tools.fidelity.targets import RealSlurm, SimSlurm, Target
@@ -203,8 +204,8 @@ def _do(step: Step, target: Target, bindings: dict[str, str], result: StepResult
         done = target.command(full, stdin)
         result.rc, result.stdout, result.stderr = done.returncode, done.stdout, done.stderr
         if step.capture is not None:
-            captured = done.stdout.strip().split(";", 1)[0]
-            if done.returncode == 0 and captured.isdigit():
+            captured = parse_sbatch_id(done.stdout)
+            if done.returncode == 0 and captured is not None:
                 bindings[step.capture] = result.captured = captured
     elif isinstance(step, Runs):
         target.runs(bindings[step.job], step.seconds)

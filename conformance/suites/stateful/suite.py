@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from conformance.checks import Context, Needs, Skip, Tier, check
+from conformance.checks import Context, Needs, Skip, check
 from conformance.harness import Fault, LookAlike, Probe, look_alike_need
 from conformance.suites.clauses import SEED_000, SEED_001
 from conformance.suites.stateful.driver import drive
 from conformance.suites.stateful.model import Focus
+from conformance.tiers import Tier
 from dispatch_core import Capability, Holder
 
 FULL_SCALE = 4
