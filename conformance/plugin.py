@@ -323,7 +323,7 @@ class ConformanceItem(pytest.Item):
 
     def runtest(self) -> None:
         assert self.result is not None
-        settle(self.result, self.loaded.xfail(self.check))
+        report_outcome(self.result, self.loaded.xfail(self.check))
 
     def repr_failure(
         self,
@@ -392,7 +392,7 @@ def pytest_runtest_makereport(
     return report
 
 
-def settle(result: Result, xfail: str | None = None) -> None:
+def report_outcome(result: Result, xfail: str | None = None) -> None:
     """Turn a check's result into pytest's outcome: return (passed), skip, xfail, or raise
     :class:`ConformanceFailure` (a failure, or a harness error settled in the test itself).
     ``xfail`` is the reason the check is a strict expected failure on the result's harness
@@ -452,7 +452,7 @@ def suite_for(
                 request.node.user_properties.extend(suite.properties(loaded, dispatch_check))
                 result = loaded.run(dispatch_check, seed)
             try:
-                settle(result, loaded.xfail(dispatch_check))
+                report_outcome(result, loaded.xfail(dispatch_check))
             except ConformanceFailure as failure:
                 message = str(failure)
             else:

@@ -412,7 +412,7 @@ class SlurmBackend:
         if line.state == "COMPLETING":
             # Ending, or on its way back to the queue (a requeue): a cancel now would not
             # hold, so wait until it is one or the other.
-            seen = self._settle(
+            seen = self._read_back_until(
                 ref, lambda seen: seen is None or seen.state != "COMPLETING", "out of COMPLETING"
             )
             if seen is None:
@@ -427,9 +427,11 @@ class SlurmBackend:
             done = None
         if done is not None and done.returncode != 0 and _INVALID_ID not in done.stderr:
             raise OutcomeUnknown(f"{self.name}: scancel {ref.id} failed: {done.stderr.strip()}")
-        self._settle(ref, lambda seen: seen is None or seen.state in _ENDED, "to end after scancel")
+        self._read_back_until(
+            ref, lambda seen: seen is None or seen.state in _ENDED, "to end after scancel"
+        )
 
-    def _settle(self, ref: ObjectRef, landed, what: str) -> JobLine | None:  # type: ignore[no-untyped-def]
+    def _read_back_until(self, ref: ObjectRef, landed, what: str) -> JobLine | None:  # type: ignore[no-untyped-def]
         """Read the job back until ``landed(line)`` holds, within ``settle`` seconds."""
         waited, step = 0.0, 1.0
         while True:
@@ -462,7 +464,7 @@ class SlurmBackend:
             number = number % (HoldBound - 1) + 1
         target = line.submit + HoldBase + number
         self._update(ref, f"StartTime=uts{target}", "hold")
-        self._settle(
+        self._read_back_until(
             ref,
             lambda seen: seen is not None and decode_hold(seen.eligible, seen.submit) == number,
             f"to carry hold {number}",
@@ -477,7 +479,7 @@ class SlurmBackend:
         if carried != hold:
             raise Conflict(f"{self.name}: job {ref.id} carries hold {carried}, not {hold}")
         self._update(ref, "StartTime=now", "release")
-        self._settle(
+        self._read_back_until(
             ref,
             lambda seen: seen is None or decode_hold(seen.eligible, seen.submit) != hold,
             f"to drop hold {hold}",
@@ -516,7 +518,7 @@ class SlurmBackend:
                 f"{self.name}: job {ref.id} was marked requeueable, then the requeue {reason}"
             )
         before = line.restart_count or 0
-        self._settle(
+        self._read_back_until(
             ref,
             lambda seen: seen is not None and (seen.restart_count or 0) > before,
             "back with a higher restart count",

@@ -114,7 +114,7 @@ def manage(args: list[str]) -> int:
     except ShimError as error:
         sys.stderr.write(f"{PROG}: {error.text}\n")
         return error.status
-    return show(reply)
+    return print_reply(reply)
 
 
 def _state_dir(args: list[str]) -> str | None:
@@ -157,10 +157,10 @@ def shim(state_dir: str, program: str, args: list[str]) -> int:
     except ShimError as error:
         sys.stderr.write(f"{PROG}: {error.text}\n")
         return error.status
-    return show(reply)
+    return print_reply(reply)
 
 
-def show(reply: dict[str, Any]) -> int:
+def print_reply(reply: dict[str, Any]) -> int:
     """Print an answer's output; return its exit status."""
     for stream, key in ((sys.stdout, "stdout"), (sys.stderr, "stderr")):
         text = reply.get(key) or ""

@@ -214,9 +214,9 @@ def _manage(args: list[str]) -> int:
         stop(str(state_dir))
         return 0
     reply = request(str(state_dir), _message(options))
-    from simulators.slurm.shim_client import show
+    from simulators.slurm.shim_client import print_reply
 
-    return show(reply)
+    return print_reply(reply)
 
 
 def _check_state_dir(state_dir: Path) -> None:

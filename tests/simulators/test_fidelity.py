@@ -23,10 +23,10 @@ from tools import fidelity as fid
 from tools.fidelity import (
     ClusterInfo,
     Context,
-    Difference,
     Known,
     RealSlurm,
     Transcript,
+    TranscriptDifference,
     compare,
     normalise,
     similar,
@@ -433,7 +433,7 @@ def test_known_lines_must_cover_every_changed_line() -> None:
     real = "JobId=4\n   Priority=7 Nice=0\n   RunTime=E+1\n   AccrueTime=T+9\n"
     sim = "JobId=4\n   Priority=7 Nice=0\n   RunTime=E+3\n   AccrueTime=T+1\n"
     assert fid.changed_lines(real, sim, 2) == [("   AccrueTime=T+9", "   AccrueTime=T+1")]
-    difference = Difference("s", "comment", 1, "scontrol show job 4", "stdout", real, sim)
+    difference = TranscriptDifference("s", "comment", 1, "scontrol show job 4", "stdout", real, sim)
     assert Known("*", None, "*", "accrue", lines="^   AccrueTime=").explains(difference)
     assert Known("*", None, "*", "times", times_only=True).explains(difference)
     worse = dataclasses.replace(difference, sim=sim.replace("Priority=7", "Priority=8"))
@@ -447,7 +447,7 @@ def test_known_lines_must_cover_every_changed_line() -> None:
 def test_entries_may_explain_a_difference_between_them() -> None:
     real = "JobID|JobName|State\n8|fid-A|CANCELLED by 0|Unknown\n10|allocation|CANCELLED by 0\n"
     sim = "JobID|JobName|State\n8|fid-A|CANCELLED by 0|T+5\n10|fid-B|CANCELLED by 0\n"
-    difference = Difference("s", "comment", 1, "sacct -j 8,10", "stdout", real, sim)
+    difference = TranscriptDifference("s", "comment", 1, "sacct -j 8,10", "stdout", real, sim)
     lag = Known("*", r"^sacct", "stdout", "lag", lines="allocation")
     hold = Known("s", r"^sacct", "stdout", "hold", lines="fid-A")
     other = Known("t", None, "*", "another scenario")
@@ -475,8 +475,10 @@ def test_a_missing_step_and_a_different_wait_are_differences() -> None:
 
 
 def test_the_report_lists_every_difference_and_the_totals() -> None:
-    explained = Difference("s", "comment", 3, "squeue -j 4", "stdout", "a\n", "b\n", "because")
-    open_ = Difference("s", "comment", 4, "sacct -j 4", "rc", "0", "1")
+    explained = TranscriptDifference(
+        "s", "comment", 3, "squeue -j 4", "stdout", "a\n", "b\n", "because"
+    )
+    open_ = TranscriptDifference("s", "comment", 4, "sacct -j 4", "rc", "0", "1")
     outcomes = [
         fid.Outcome("s", "comment", 10, [explained, open_], wall=12.5),
         fid.Outcome("t", "nocomment", skipped="needs job_comment"),

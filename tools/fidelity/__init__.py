@@ -31,8 +31,8 @@ to each step's real start time before the step. :func:`compare`
 (:mod:`tools.fidelity.comparison`) normalises both transcripts (:func:`normalise`,
 :mod:`tools.fidelity.normalisation`: times become ``T+n`` relative to the start, durations
 ``E+n``, host and node names, scratch paths and pids placeholders; ids stay literal while both
-sides captured the same ones) and lists every :class:`Difference`; times within the scenario's
-tolerance (2 s) count as equal, because the real scheduler starts a job 0-3 s after it is told
+sides captured the same ones) and lists every :class:`TranscriptDifference`; times within the
+scenario's tolerance (2 s) count as equal, because the real scheduler starts a job 0-3 s after it is told
 and the simulator after exactly 1 s. :data:`KNOWN_DIFFERENCES` explains the differences that
 remain on purpose; :func:`report` (:mod:`tools.fidelity.reports`) writes the markdown report,
 explained and unexplained alike.
@@ -59,8 +59,8 @@ from tools.fidelity.cluster import (
 )
 from tools.fidelity.comparison import (
     KNOWN_DIFFERENCES,
-    Difference,
     Known,
+    TranscriptDifference,
     changed_lines,
     compare,
     explain,
@@ -120,7 +120,6 @@ __all__ = [
     "ClusterBusy",
     "ClusterInfo",
     "Context",
-    "Difference",
     "FidelityError",
     "Foreign",
     "Known",
@@ -136,6 +135,7 @@ __all__ = [
     "StepResult",
     "Target",
     "Transcript",
+    "TranscriptDifference",
     "WaitState",
     "changed_lines",
     "cluster_lock",

@@ -1,4 +1,4 @@
-"""Comparison: every :class:`Difference` between a real and a simulated transcript
+"""Comparison: every :class:`TranscriptDifference` between a real and a simulated transcript
 (:func:`compare`), and the differences left on purpose (:class:`Known`,
 :data:`KNOWN_DIFFERENCES`)."""
 
@@ -21,7 +21,7 @@ from tools.fidelity.transcript import Transcript
 class Known:
     """An explained difference, and why it remains.
 
-    It applies to a :class:`Difference` of scenario ``scenario`` (``*``: any), in ``mode``
+    It applies to a :class:`TranscriptDifference` of scenario ``scenario`` (``*``: any), in ``mode``
     (None: both), of field ``field`` (``stdout``, ``stderr``, ``rc``, ``reached``,
     ``capture``; ``*``: any), at a step whose normalised command line matches ``command``
     (a regex searched; None: any step), when
@@ -49,7 +49,7 @@ class Known:
     timing: bool = False
     times_only: bool = False
 
-    def applies(self, difference: Difference) -> bool:
+    def applies(self, difference: TranscriptDifference) -> bool:
         if self.scenario not in ("*", difference.scenario):
             return False
         if self.mode is not None and self.mode != difference.mode:
@@ -69,12 +69,12 @@ class Known:
             return True
         return any(re.search(self.lines, side) for side in line if side is not None)
 
-    def explains(self, difference: Difference) -> bool:
+    def explains(self, difference: TranscriptDifference) -> bool:
         """Whether this entry alone explains ``difference``."""
         return bool(explaining(difference, (self,)))
 
 
-def explaining(difference: Difference, known: Sequence[Known]) -> list[Known]:
+def explaining(difference: TranscriptDifference, known: Sequence[Known]) -> list[Known]:
     """The entries of ``known`` that explain ``difference`` between them: each applies to it,
     and together they cover every changed line (empty: unexplained)."""
     applying = [k for k in known if k.applies(difference)]
@@ -93,7 +93,7 @@ def explaining(difference: Difference, known: Sequence[Known]) -> list[Known]:
     return used
 
 
-def explain(difference: Difference, known: Sequence[Known]) -> str | None:
+def explain(difference: TranscriptDifference, known: Sequence[Known]) -> str | None:
     """Why ``difference`` remains (the reasons of :func:`explaining`), or None."""
     used = explaining(difference, known)
     return "; ".join(dict.fromkeys(k.reason for k in used)) if used else None
@@ -116,7 +116,7 @@ def changed_lines(real: str, sim: str, tolerance: int) -> list[tuple[str | None,
 
 
 @dataclass(frozen=True)
-class Difference:
+class TranscriptDifference:
     """One field of one step that the real cluster and the simulator answered differently."""
 
     scenario: str
@@ -223,7 +223,7 @@ def _describe(step: Step) -> str:
 
 def compare(
     real: Transcript, sim: Transcript, known: Sequence[Known] = KNOWN_DIFFERENCES
-) -> list[Difference]:
+) -> list[TranscriptDifference]:
     """Every difference between two runs of one scenario, each explained when one of
     ``known`` matches it."""
     aligned = real.bindings == sim.bindings
@@ -231,12 +231,12 @@ def compare(
     sim_ids = {} if aligned else {v: f"{{{k}}}" for k, v in sim.bindings.items()}
     left, right = Context.of(real, real_ids), Context.of(sim, sim_ids)
     tolerance = real.tolerance
-    found: list[Difference] = []
+    found: list[TranscriptDifference] = []
 
     def add(
         index: int, command: str, name: str, a: str, b: str, context: tuple[str, str] = ("", "")
     ) -> None:
-        difference = Difference(
+        difference = TranscriptDifference(
             real.scenario,
             real.mode,
             index,

@@ -7,7 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from tools.fidelity.comparison import Difference, compare
+from tools.fidelity.comparison import TranscriptDifference, compare
 from tools.fidelity.transcript import Transcript, replay_on_sim
 
 
@@ -18,12 +18,12 @@ class Outcome:
     scenario: str
     mode: str
     steps: int = 0
-    differences: list[Difference] = field(default_factory=list)
+    differences: list[TranscriptDifference] = field(default_factory=list)
     skipped: str | None = None
     wall: float = 0.0
 
     @property
-    def unexplained(self) -> list[Difference]:
+    def unexplained(self) -> list[TranscriptDifference]:
         return [d for d in self.differences if not d.explained]
 
 

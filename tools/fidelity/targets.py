@@ -180,7 +180,7 @@ class RealSlurm:
                 )
         return rows
 
-    def settle(self, quiet: float = 3.0) -> tuple[Foreign, ...]:
+    def wait_quiet(self, quiet: float = 3.0) -> tuple[Foreign, ...]:
         """Until squeue lists no job of this runner and no finished job (this runner's are
         cancelled first), and the other jobs (active ones of someone else) have stayed the
         same for ``quiet`` seconds; returns those others. :class:`ClusterBusy` after
@@ -243,7 +243,7 @@ class RealSlurm:
         scenario, so an id that another client takes meanwhile (a submission slurmctld
         refuses after it made the job record takes one too) cannot shift the scenario's."""
         info = self.info()
-        self.settle()
+        self.wait_quiet()
         probe = self._submit(f"{NAME_PREFIX}probe", "--begin=now+1hour")
         shown = self.command(["scontrol", "show", "job", "-o", str(probe)], None).stdout
         self.command(["scancel", str(probe)], None)
@@ -253,7 +253,7 @@ class RealSlurm:
         self.alloc_node = node.group(1) if node else None
         mem = re.search(r"\bTRES=[^ ]*\bmem=([^, ]+)", shown)
         self.pending_mem = mem.group(1) if mem else None
-        self.foreign = self.settle()
+        self.foreign = self.wait_quiet()
         taken = self.take_id()
         if start_id is not None:
             if not info.first_job_id <= start_id < info.max_job_id:

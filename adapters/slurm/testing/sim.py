@@ -303,9 +303,9 @@ class SimFaults(FaultInjector):
         # raises the flag first (slurm-lab §7.6i), then requeues.
         self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
         self.sim.faults.requeue_underneath(job.job_id)
-        self._settle(job)
+        self._finish_requeue(job)
 
-    def _settle(self, job: Job) -> None:
+    def _finish_requeue(self, job: Job) -> None:
         """Let a requeue in flight (COMPLETING) finish: the job is back in the queue, with its
         new submit time (a second of virtual time; the requeue delay keeps it pending)."""
         for _ in range(10):
@@ -314,7 +314,7 @@ class SimFaults(FaultInjector):
             self.sim.advance(1)
 
     def _end(self, job: Job) -> None:
-        self._settle(job)
+        self._finish_requeue(job)
         if not job.state.finished:
             self.cluster.admin("scancel", str(job.job_id))
 
