@@ -32,8 +32,8 @@ to each step's real start time before the step. :func:`compare`
 :mod:`tools.fidelity.normalisation`: times become ``T+n`` relative to the start, durations
 ``E+n``, host and node names, scratch paths and pids placeholders; ids stay literal while both
 sides captured the same ones) and lists every :class:`TranscriptDifference`; times within the
-scenario's tolerance (2 s) count as equal, because the real scheduler starts a job 0-3 s after it is told
-and the simulator after exactly 1 s. :data:`KNOWN_DIFFERENCES` explains the differences that
+scenario's tolerance (2 s) count as equal, because the real scheduler starts a job 0-3 s after it
+is told and the simulator after exactly 1 s. :data:`KNOWN_DIFFERENCES` explains the differences that
 remain on purpose; :func:`report` (:mod:`tools.fidelity.reports`) writes the markdown report,
 explained and unexplained alike.
 
