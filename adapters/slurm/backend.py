@@ -20,7 +20,7 @@ import itertools
 import re
 import subprocess
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Final
 
@@ -431,7 +431,9 @@ class SlurmBackend:
             ref, lambda seen: seen is None or seen.state in _ENDED, "to end after scancel"
         )
 
-    def _read_back_until(self, ref: ObjectRef, landed, what: str) -> JobLine | None:  # type: ignore[no-untyped-def]
+    def _read_back_until(
+        self, ref: ObjectRef, landed: Callable[[JobLine | None], bool], what: str
+    ) -> JobLine | None:
         """Read the job back until ``landed(line)`` holds, within ``settle`` seconds."""
         waited, step = 0.0, 1.0
         while True:
