@@ -696,9 +696,6 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
 
     # -- the Harness contract ---------------------------------------------------------------------
 
-    def begin(self, check_id: str) -> None:
-        """Nothing is left of an earlier check (its :meth:`end` cancelled it)."""
-
     def end(self, check_id: str) -> None:
         """Cancel every job the check left (the adapter's, look-alikes, occupants, fillers):
         with a small MaxJobCount, leftovers would soon make sbatch block."""
