@@ -1,9 +1,11 @@
 """Figures for the conformance kit (a benchmark, not a test: it prints, it asserts nothing).
 
-    .venv/bin/python benchmarks/conformance_suite.py [--harness NAME ...] [--tier full]
+    .venv/bin/python benchmarks/conformance_suite.py [--harness NAME ...] [--tier standard]
                                                      [--seed 0] [--processes 2]
 
-The wall time of the whole suite (every registered check of the tier) per harness: by default
+The wall time of the whole suite (every registered check of the tier: by default ``standard``,
+what ``make demo`` and CI's gate run, and what the 30 s budget of DESIGN §8 is about; ``full``
+adds the long stateful runs) per harness: by default
 ``memory-slurm``, ``memory-kubeflow`` and, when they are registered, ``slurm-sim`` and
 ``slurm-sim-nocomment``; with the outcome counts, the time per suite, and the slowest checks.
 Then the totals: all harnesses one after the other, the simulator harnesses alone (the budget:
@@ -21,6 +23,7 @@ from dataclasses import dataclass, field
 
 from conformance.checks import Outcome, checks, run_check
 from conformance.harnesses import harness_names, load_harness
+from conformance.tiers import TIERS
 
 DEFAULT = ("memory-slurm", "memory-kubeflow", "slurm-sim", "slurm-sim-nocomment")
 SIMULATORS = ("slurm-sim", "slurm-sim-nocomment")
@@ -69,7 +72,7 @@ def show(figures: Figures) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--harness", action="append", help="a harness name or module:factory")
-    parser.add_argument("--tier", default="full", choices=("smoke", "standard", "full"))
+    parser.add_argument("--tier", default="standard", choices=TIERS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--processes", type=int, default=0, help="also time N processes")
     args = parser.parse_args(argv)
