@@ -324,7 +324,7 @@ def stop(state_dir: str) -> bool:
         send(sock, {"kind": "stop"})
         receive(sock)
     except OSError:
-        pass
+        pass  # a stopping server may drop the connection before it replies: the lock tells
     finally:
         sock.close()
     # The server holds DIR/lock for its life: once we get it, the server is gone.

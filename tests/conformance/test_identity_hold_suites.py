@@ -17,7 +17,7 @@ import pytest
 from adapters.memory import Execution, Job, MemoryBackend, MemoryCluster
 from adapters.memory.kube import ANNOTATION_ATTEMPT, ANNOTATION_SUBMISSION
 from adapters.memory.tables import Shape
-from adapters.memory.testing.harness import MemoryFaults, MemoryHarness
+from adapters.memory.testing.harness import OFFERS, SLURM_SHAPE, MemoryFaults, MemoryHarness
 from adapters.slurm.identity import slurm_comment
 from conformance.checks import REGISTRY, Check, Outcome, Result, Tier, checks, run_check
 from conformance.harness import FaultInjector, Harness, Host, LocalHost
@@ -626,8 +626,8 @@ class BackendOnly:
 
 class BackendOnlyHarness(Harness[BackendOnly]):
     name = "backend-only"
-    identity = MemoryHarness("slurm").identity
-    offers = MemoryHarness("slurm").offers
+    identity = SLURM_SHAPE
+    offers = OFFERS["slurm"]
 
     def __init__(self, **config: Any) -> None:
         self.config = config
