@@ -137,6 +137,9 @@ class Check:
     needs: Needs = field(default_factory=Needs)
     xfail_on: Mapping[str, str] = field(default_factory=dict)
     """Harness names on which the check is a strict expected failure, with the reason."""
+    verifies: frozenset[Capability] = frozenset()
+    """The capabilities whose declared ``yes`` this check verifies by behaviour (a pass on a
+    harness whose adapter declares one yes is that answer's evidence in ``matrix.md``)."""
 
     def xfail(self, harness: str) -> str | None:
         """The reason the check is expected to fail on ``harness``, or None."""
@@ -151,6 +154,7 @@ class Check:
             "clause": self.clause,
             "needs": self.needs.as_dict(),
             "xfail_on": dict(self.xfail_on),
+            "verifies": sorted(c.value for c in self.verifies),
         }
 
 
@@ -164,10 +168,12 @@ def check(
     tier: Tier | str = Tier.STANDARD,
     needs: Needs | None = None,
     xfail_on: Mapping[str, str] | None = None,
+    verifies: Iterable[Capability] = (),
 ) -> Callable[[Callable[[Context], None]], Callable[[Context], None]]:
     """Register a check under ``check_id``; its docstring's first line is the rule it checks.
     ``needs`` declares what it needs; ``xfail_on`` names the harnesses on which it is a strict
-    expected failure (an unexpected pass fails), each with its reason."""
+    expected failure (an unexpected pass fails), each with its reason; ``verifies`` names the
+    capabilities whose declared yes it verifies by behaviour."""
 
     def register(func: Callable[[Context], None]) -> Callable[[Context], None]:
         if check_id in REGISTRY:
@@ -187,6 +193,7 @@ def check(
             func,
             needs or Needs(),
             dict(xfail_on or {}),
+            frozenset(verifies),
         )
         return func
 

@@ -74,6 +74,7 @@ def fourteen_answers(ctx: Context) -> None:
     "CAP-002",
     clause=f"{SEED_000}, AttemptInjection: always needed, nothing waives it",
     tier=Tier.SMOKE,
+    verifies=(Capability.ATTEMPT_INJECTION,),
 )
 def attempt_injection(ctx: Context) -> None:
     """AttemptInjection is yes: every rank of every execution sees the four DISPATCH_ variables."""
@@ -663,6 +664,7 @@ def executions_of(ctx: Context, spec: JobSpec, what: str) -> tuple[ObjectRef, li
     "CAP-013",
     clause=f"{BEHAVIOUR_CLAUSE}: WorkingDirectory, JobSpec.WorkDir is honoured",
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS, Probe.HOST_PATHS)),
+    verifies=(Capability.WORKING_DIRECTORY,),
 )
 def working_directory_honoured(ctx: Context) -> None:
     """A declared WorkingDirectory yes is honoured: every rank runs in work_dir."""
@@ -691,6 +693,7 @@ def working_directory_honoured(ctx: Context) -> None:
     "CAP-014",
     clause=f"{BEHAVIOUR_CLAUSE}: ProcsPerNode, JobSpec.ProcsPerNode is honoured",
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+    verifies=(Capability.PROCS_PER_NODE,),
 )
 def procs_per_node_honoured(ctx: Context) -> None:
     """A declared ProcsPerNode yes is honoured: N nodes of P procs per node run N*P ranks."""
@@ -709,6 +712,7 @@ def procs_per_node_honoured(ctx: Context) -> None:
     "CAP-015",
     clause=f"{BEHAVIOUR_CLAUSE}: OutputPath, the dispatch.Output extension",
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.HOST_PATHS,)),
+    verifies=(Capability.OUTPUT_PATH,),
 )
 def output_path_honoured(ctx: Context) -> None:
     """A declared OutputPath yes is honoured: the output lands at the dispatch.Output path."""
@@ -770,6 +774,7 @@ def releasing(holder: Holder, ref: ObjectRef, number: int) -> Callable[[], None]
     "CAP-016",
     clause=f"{BEHAVIOUR_CLAUSE}: Hold, as Holder requires",
     needs=Needs(capabilities=(Capability.HOLD,)),
+    verifies=(Capability.HOLD,),
 )
 def holds_work(ctx: Context) -> None:
     """A declared Hold yes is honoured: numbered, survives a reopen, refuses other numbers."""
