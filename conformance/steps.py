@@ -20,6 +20,7 @@ from dispatch_core import (
     NotFound,
     ObjectRef,
     Observation,
+    OutcomeUnknown,
     Rejected,
     Requeuer,
     State,
@@ -43,6 +44,22 @@ def call(ctx: Context, what: str, action: Callable[[], T]) -> T:
         return action()
     except DispatchError as error:
         raise CheckFailed(f"{what} raised {type(error).__name__} ({error})") from None
+
+
+def timed_out(ctx: Context, what: str, action: Callable[[], T]) -> tuple[bool, T | None]:
+    """Run a write whose command the harness made time out before it took effect: whether it
+    returned (and what), or raised OutcomeUnknown (re-observe, never assume: an honest answer).
+    Any other DispatchError fails the check: nothing happened that the adapter could refuse."""
+    try:
+        return True, action()
+    except OutcomeUnknown:
+        return False, None
+    except DispatchError as error:
+        raise CheckFailed(
+            f"{what}, whose command timed out before it took effect, raised "
+            f"{type(error).__name__} ({error}); nothing changed on the target: it must read "
+            "back and either see its effect or raise OutcomeUnknown"
+        ) from None
 
 
 def long_spec(ctx: Context, **fields: object) -> JobSpec:

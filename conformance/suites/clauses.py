@@ -9,3 +9,7 @@ SEED_001: Final = "seed 001"
 """Slurm identity: the name, the comment, the identity check."""
 SEED_000_HOLD: Final = f"{SEED_000}, Hold"
 DESIGN_HOLDS: Final = "DESIGN §4, Slurm holds"
+DESIGN_REOBSERVE: Final = (
+    "DESIGN §3, OutcomeUnknown: re-observe, never assume (§5: a command that timed out before "
+    "it took effect)"
+)

@@ -21,8 +21,10 @@ from conformance.steps import (
     requeue_somehow,
     run,
     stop,
+    timed_out,
+    visible,
 )
-from conformance.suites.clauses import DESIGN_HOLDS, SEED_000_HOLD, SEED_001
+from conformance.suites.clauses import DESIGN_HOLDS, DESIGN_REOBSERVE, SEED_000_HOLD, SEED_001
 from dispatch_core import (
     Capability,
     Conflict,
@@ -349,3 +351,39 @@ def second_release(ctx: Context) -> None:
     _, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
     call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
     expect_conflict(ctx, holder, ref, number, "already released")
+
+
+@check(
+    "HOLD-008",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.FAIL_BEFORE_EFFECT,)),
+)
+def timed_out_hold_and_release_read_back(ctx: Context) -> None:
+    """A hold or release timed out before its effect reads back: it shows, or OutcomeUnknown."""
+    holder = holder_of(ctx)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+
+    def hold() -> int | None:
+        try:
+            return holder.hold(ref)
+        except Rejected:
+            if look(ctx, ref, "after its hold was refused").state in (State.QUEUED, State.HELD):
+                raise
+            return None  # the scheduler started it first: HOLD-006's answer, no verdict here
+
+    ctx.faults.fail_before_effect("hold")
+    returned, number = timed_out(ctx, f"hold({ref.id})", hold)
+    if returned and number is not None:
+        checked_hold(ctx, ref, number, ", which returned though its command timed out")
+    _, held_ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    ctx.faults.fail_before_effect("release")
+    what = f"release({held_ref.id}, {number})"
+    returned, _ = timed_out(ctx, what, lambda: holder.release(held_ref, number))
+    if not returned:
+        return
+    seen = look(ctx, held_ref, f"after {what} returned though its command timed out")
+    ctx.expect(
+        seen.state is not State.HELD and seen.hold != number,
+        f"{what} returned though its command timed out before it took effect, and the hold "
+        f"is still there: open shows {visible(seen)}",
+    )

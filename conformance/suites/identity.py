@@ -27,10 +27,11 @@ from conformance.steps import (
     requeue_somehow,
     run,
     stop,
+    timed_out,
     visible,
     writes_act_on_nothing,
 )
-from conformance.suites.clauses import SEED_000, SEED_001
+from conformance.suites.clauses import DESIGN_REOBSERVE, SEED_000, SEED_001
 from conformance.tiers import Tier
 from dispatch_core import (
     Capability,
@@ -493,6 +494,56 @@ def stop_verifies_the_end(ctx: Context) -> None:
         return  # the queued case is all this harness can show
     call(ctx, f"stop({running.id}) of a running object", lambda: ctx.backend.stop(running))
     expect_ended(ctx, running, "after stop of the running object")
+
+
+# -- writes whose command timed out ------------------------------------------------------------
+
+
+@check(
+    "IDENT-020",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(faults=(Fault.LET_RUN, Fault.FAIL_BEFORE_EFFECT)),
+)
+def timed_out_stop_reads_back(ctx: Context) -> None:
+    """A stop timed out before its effect reads back: the object ended, or OutcomeUnknown."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    ctx.faults.fail_before_effect("stop")
+    what = f"stop({ref.id}) of the running object"
+    returned, _ = timed_out(ctx, what, lambda: ctx.backend.stop(ref))
+    if returned:
+        expect_ended(ctx, ref, f"after {what} returned though its command timed out")
+        return
+    # OutcomeUnknown: nothing was assumed; the next stop, whose command answers, ends it.
+    stop(ctx, ref, "again, after the first one's OutcomeUnknown")
+    expect_ended(ctx, ref, "after the second stop")
+
+
+@check(
+    "IDENT-021",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.FAIL_BEFORE_EFFECT)),
+)
+def timed_out_requeue_reads_back(ctx: Context) -> None:
+    """A requeue timed out before its effect reads back: the object requeued, or OutcomeUnknown."""
+    requeuer = ctx.backend
+    assert isinstance(requeuer, Requeuer)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    before = run(ctx, ref)
+    ctx.faults.fail_before_effect("requeue")
+    what = f"requeue({ref.id}) of the running object"
+    returned, _ = timed_out(ctx, what, lambda: requeuer.requeue(ref))
+    if not returned:
+        return
+    seen = look(ctx, ref, f"after {what} returned though its command timed out")
+    restarts = (before.restart_count or 0, seen.restart_count or 0)
+    ctx.expect(
+        seen.state in (State.QUEUED, State.HELD)
+        or restarts[1] > restarts[0]
+        or seen.ref.submit > ref.submit,
+        f"{what} returned though its command timed out before it took effect, and the object "
+        f"was not requeued: open shows {visible(seen)} (before: {visible(before)})",
+    )
 
 
 # -- identity inside the job ----------------------------------------------------------------------

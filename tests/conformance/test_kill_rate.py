@@ -40,6 +40,14 @@ def test_the_broken_adapter_fails_a_check_that_names_the_rule(
     )
 
 
+@pytest.mark.parametrize("name", [broken.name for broken in CATALOGUE if broken.only])
+def test_a_broken_adapter_written_for_a_check_is_caught_by_that_check_alone(
+    name: str, outcomes: dict[str, list[Result]]
+) -> None:
+    """Each check written for a class of bugs catches one that no other check does."""
+    assert killers(outcomes[name]) == list(BY_NAME[name].only)
+
+
 def test_kill_rate(outcomes: dict[str, list[Result]], capsys: pytest.CaptureFixture[str]) -> None:
     killed = [name for name, results in outcomes.items() if killers(results)]
     lines = [f"kill rate: {len(killed)}/{len(outcomes)} broken adapters caught (seed {SEED})"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -32,6 +33,7 @@ from dispatch_core import (
     NotFound,
     ObjectRef,
     Observation,
+    OutcomeUnknown,
     Plan,
     Policy,
     Rejected,
@@ -260,6 +262,40 @@ class HoldKeptInProcess(MemoryBackend):
         return seen.model_copy(update={"state": State.HELD, "hold": carried})
 
 
+class StopAssumesTimeoutLanded(MemoryBackend):
+    """stop takes a cancel that timed out for one that landed: it returns without reading
+    the object back, which is still running (as ``scancel`` retried never, nor checked)."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        with suppress(OutcomeUnknown):
+            super().stop(ref)
+
+
+class RequeueAssumesTimeoutLanded(MemoryBackend):
+    """requeue takes a requeue command that timed out for one that landed: it returns, and
+    the object was never requeued."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        with suppress(OutcomeUnknown):
+            super().requeue(ref)
+
+
+class HoldAssumesTimeoutLanded(MemoryBackend):
+    """hold and release take an update that timed out for one that landed: hold returns the
+    number it meant to place, release returns, and neither reads the object back."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        number = self._checked(ref).holds_placed + 1
+        try:
+            return super().hold(ref)
+        except OutcomeUnknown:
+            return number
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        with suppress(OutcomeUnknown):
+            super().release(ref, hold)
+
+
 # -- the catalogue and its harnesses ---------------------------------------------------------------
 
 
@@ -271,6 +307,9 @@ class Broken:
     fault: str
     backend: type[MemoryBackend] = MemoryBackend
     cluster: type[MemoryCluster] = MemoryCluster
+    only: tuple[str, ...] = ()
+    """The checks that alone catch it, where it was written for them: the proof that each of
+    those checks catches a bug no other check does."""
 
     def harness(self) -> BrokenHarness:
         return BrokenHarness(self)
@@ -323,6 +362,24 @@ CATALOGUE: Final[Sequence[Broken]] = (
     Broken("rules_in_table_order", RulesInTableOrder.__doc__ or "", RulesInTableOrder),
     Broken("hold_kept_in_process", HoldKeptInProcess.__doc__ or "", HoldKeptInProcess),
     Broken("start_not_idempotent", StartNotIdempotent.__doc__ or "", StartNotIdempotent),
+    Broken(
+        "stop_assumes_timeout_landed",
+        StopAssumesTimeoutLanded.__doc__ or "",
+        StopAssumesTimeoutLanded,
+        only=("IDENT-020",),
+    ),
+    Broken(
+        "requeue_assumes_timeout_landed",
+        RequeueAssumesTimeoutLanded.__doc__ or "",
+        RequeueAssumesTimeoutLanded,
+        only=("IDENT-021",),
+    ),
+    Broken(
+        "hold_assumes_timeout_landed",
+        HoldAssumesTimeoutLanded.__doc__ or "",
+        HoldAssumesTimeoutLanded,
+        only=("HOLD-008",),
+    ),
 )
 """Every broken adapter, each wrong in exactly one way."""
 
@@ -352,6 +409,9 @@ no_attempt_injection = _factory("no_attempt_injection")
 rules_in_table_order = _factory("rules_in_table_order")
 hold_kept_in_process = _factory("hold_kept_in_process")
 start_not_idempotent = _factory("start_not_idempotent")
+stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
+requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
+hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenHarness", *BY_NAME]
