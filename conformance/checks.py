@@ -605,6 +605,9 @@ class Result:
     duration: float
     seed: int
     replay: str = field(default="")
+    adapter: str = field(default="")
+    """What the adapter did, when the adapter failed the check: the text of the reason's
+    ``adapter:`` line (and the lines it continues on), '' for any other outcome."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -619,6 +622,7 @@ class Result:
             "duration": round(self.duration, 6),
             "seed": self.seed,
             "replay": self.replay,
+            "adapter": self.adapter,
         }
 
 
@@ -637,9 +641,10 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
     guarded = harness if isinstance(harness, GuardedHarness) else GuardedHarness(harness)
     replay = replay_command(harness.name, check.id, seed)
 
-    def result(outcome: Outcome, reason: str) -> Result:
+    def result(outcome: Outcome, reason: str, did: str = "") -> Result:
         elapsed = time.perf_counter() - started
-        return Result(check, harness.name, outcome, reason, elapsed, seed, replay)
+        adapter = did if outcome is Outcome.FAILED else ""
+        return Result(check, harness.name, outcome, reason, elapsed, seed, replay, adapter)
 
     if not isinstance(getattr(harness, "identity", None), IdentityModel):
         return result(
@@ -662,6 +667,7 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
     ctx = Context(guarded, check, seed)
     crash: HarnessCrash | None = None
     leftovers: list[str] = []
+    did = ""  # what the adapter did, when it failed the check
     try:
         guarded.begin(check.id)
     except (Exception, SystemExit) as error:
@@ -678,7 +684,8 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
         # A failure raised while handling the harness's exception (a stateful program turns
         # every exception into one) is the harness's error.
         crash = harness_crash(failure)
-        outcome, reason = Outcome.FAILED, _failure(check, str(failure), replay)
+        did = str(failure)
+        outcome, reason = Outcome.FAILED, _failure(check, did, replay)
     except HarnessUnavailable as missing:
         outcome, reason = Outcome.FAILED, f"harness {harness.name} unavailable: {missing}"
     except DispatchError as error:
@@ -705,9 +712,8 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
             outcome, reason = Outcome.SKIPPED, f"expected failure: {xfail}"
         elif outcome is Outcome.PASSED:
             outcome = Outcome.FAILED
-            reason = _failure(
-                check, f"passed, but it is a strict expected failure ({xfail})", replay
-            )
+            did = f"passed, but it is a strict expected failure ({xfail})"
+            reason = _failure(check, did, replay)
     if leftovers:
         said = "; ".join(leftovers)
         if outcome is Outcome.FAILED or outcome is Outcome.ERROR:
@@ -720,7 +726,7 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
                 f"  rule: {check.rule}\n"
                 f"  replay: {replay}"
             )
-    return result(outcome, reason)
+    return result(outcome, reason, did)
 
 
 def _harness_error(check: Check, crash: HarnessCrash, replay: str) -> str:
