@@ -674,12 +674,34 @@ class Machine(RuleBasedStateMachine):
             self.expect(
                 Focus.FIND,
                 bool(foreign) and not taken,
-                f"find({letter}) "
-                + ("reported as the job's" if taken else "dropped")
-                + f" {injected.native_id}, keyed exactly as the job ({form}): it must be "
-                "reported foreign, never dropped",
+                self.not_foreign(letter, injected, mine, taken),
             )
         self.expect_found(letter, found)
+
+    def not_foreign(
+        self, letter: str, injected: Injected, mine: list[Observation], taken: list[Observation]
+    ) -> str:
+        """What find did with a look-alike it must report foreign (keyed exactly as the job,
+        with an identity a strict parser refuses, or none) but did not: ``mine`` is what it
+        reported on the look-alike's id, ``taken`` those of them it took as the job's own."""
+        native, form = injected.native_id, injected.form
+        must = "keyed exactly as the job, it must be reported foreign"
+        # Taken as the job's own: by submission, or indistinguishable from one of our objects
+        # (same id, uid and submission) though no foreign object was reported on the id.
+        own = taken or [o for o in mine if not o.foreign and o.submission is not None]
+        if own:
+            submissions = ", ".join(sorted({str(o.submission) for o in own}))
+            also = "; it also reported it foreign" if any(o.foreign for o in mine) else ""
+            return (
+                f"find({letter}) reported {native} as the job's own (submission "
+                f"{submissions}){also}; it is a look-alike ({form}): {must}"
+            )
+        if mine:
+            return (
+                f"find({letter}) reported {native} with no identity (submission unknown), not "
+                f"foreign; it is a look-alike ({form}): {must}"
+            )
+        return f"find({letter}) dropped {native}; it is a look-alike ({form}): {must}, not dropped"
 
     @active("stale_write", lambda self: any(o.gone is not None for o in self.objs))
     @rule(i=st.integers(0, 63), op=st.sampled_from(["hold", "release", "requeue", "stop"]))
