@@ -677,7 +677,17 @@ def test_list_json_prints_one_object_per_check(
     assert [row["id"] for row in listed] == [c.id for c in checks("full")]
     assert listed == [json.loads(json.dumps(c.as_dict())) for c in checks("full")]
     for row in listed:
-        assert set(row) == {"id", "tier", "suite", "rule", "clause", "needs", "xfail_on"}
+        assert set(row) == {
+            "id",
+            "tier",
+            "suite",
+            "rule",
+            "clause",
+            "needs",
+            "xfail_on",
+            "verifies",
+        }
+        assert set(row["verifies"]) <= {c.value for c in Capability}
         assert set(row["needs"]) >= {"capabilities", "interfaces", "faults", "probes"}
         assert all(isinstance(v, list) for v in row["needs"].values())
     assert {row["tier"] for row in listed} == {"smoke", "standard", "full"}
