@@ -10,10 +10,21 @@ Results come as :class:`~conformance.checks.Result` values or as their ``as_dict
 pytest plugin gets them back as dictionaries from pytest-xdist workers). Capability answers
 come per harness as :class:`~conformance.runner.Answers`.
 
-Nothing in a report comes from the environment: no environment variables, host names, user
-names or command lines. What adapters say (reasons) is written as said, except that the value
-of any environment variable whose name looks like a secret (``*TOKEN*``, ``*PASSWORD*``,
-``*SECRET*``, ``*KEY*``, ...) is replaced by ``<redacted>`` should an adapter echo it.
+``report.json`` carries ``schema_version`` (:data:`SCHEMA_VERSION`, an integer raised whenever
+a field changes meaning or goes away; added fields do not raise it) and the run's ``verdict``
+(:func:`verdict`). A failure carries, beside its whole message (``reason``), its parts as
+fields of their own: the ``rule``, what the ``adapter`` did and the ``replay`` command, in
+JSON and in JUnit (where the ``<failure message>`` is :func:`junit_message`, the same from the
+CLI's ``junit.xml`` and from pytest's ``--junitxml``, as are the testcases' ``classname``,
+:func:`junit_classname`). ``matrix.md`` says, for each capability a harness's adapter answers
+``yes``, which check verified that answer in the run (:func:`verification`).
+
+Nothing in a report comes from the environment: no environment variables, user names or
+command lines, and no host name but the ``hostname`` of junit.xml's ``<testsuite>``
+(``socket.gethostname()``, as pytest's ``--junitxml`` writes it). What adapters say (reasons)
+is written as said, except that the value of any environment variable whose name looks like a
+secret (``*TOKEN*``, ``*PASSWORD*``, ``*SECRET*``, ``*KEY*``, ...) is replaced by
+``<redacted>`` should an adapter echo it.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ import json
 import os
 import platform
 import re
+import socket
 import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,9 +42,9 @@ from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from conformance.checks import Result
+from conformance.checks import Check, Result, checks, one_line
 from conformance.runner import Answers
-from dispatch_core import Capability, Support, capabilities
+from dispatch_core import Capability, Support, Tristate, capabilities
 from dispatch_core.files import write_atomic
 
 JSON_NAME = "report.json"
@@ -42,6 +54,10 @@ MATRIX_JSON = "matrix.json"
 PREFLIGHT_JSON = "preflight.json"
 PREFLIGHT_MD = "preflight.md"
 OUTCOMES = ("passed", "failed", "skipped", "error")
+SCHEMA_VERSION = 2
+"""The version of report.json's layout. 2: ``schema_version``, ``verdict``, ``failures`` and
+each result's ``adapter`` added (1 is the unversioned layout before them)."""
+VERDICTS = ("passed", "failed", "error")
 
 Row = Mapping[str, object]
 
@@ -58,6 +74,18 @@ def totals(results: Iterable[Result | Row]) -> dict[str, int]:
         counts[outcome] = counts.get(outcome, 0) + 1
     counts["total"] = sum(counts[o] for o in OUTCOMES)
     return counts
+
+
+def verdict(results: Iterable[Result | Row], answers: Sequence[Answers] = ()) -> str:
+    """The run's verdict, one of :data:`VERDICTS`: ``error`` when the harness erred anywhere (a
+    check's outcome is ``error``, or a harness raised making the backend its capability
+    answers come from), else ``failed`` when any check failed (a strict expected failure
+    that passed is a failed check), else ``passed`` (skipped checks, expected failures that
+    failed as expected, and no checks at all included). As the CLI's exit status: 3, 1, 0."""
+    outcomes = {str(row.get("outcome", "")) for row in rows(results)}
+    if "error" in outcomes or any(a.blame == "harness" for a in answers):
+        return "error"
+    return "failed" if "failed" in outcomes else "passed"
 
 
 def closing_line(results: Iterable[Result | Row]) -> str:
@@ -232,7 +260,8 @@ def matrix_markdown(
 ) -> str:
     """Harness by capability, each cell ``value (source)`` with a note number; the notes table
     below gives each reason (identical reasons share a note). With ``results``, a last row
-    gives each harness's check totals."""
+    gives each harness's check totals, and a last table gives, for each capability a harness
+    answers ``yes``, the check that verified it in the run (:func:`verification`)."""
     secrets = _secrets()
     notes: dict[str, int] = {}
 
@@ -273,7 +302,77 @@ def matrix_markdown(
     if notes:
         out += ["", "| note | reason |", "|---|---|"]
         out += [f"| [{number}] | {reason} |" for reason, number in notes.items()]
+    if listed:
+        out += [
+            "",
+            "## Declared yes: verified by",
+            "",
+            "Each `yes` answer, and the check of this run that verified it by behaviour "
+            "(`Check.verifies`): `verified by` a check that passed, `FAILED:` a check that "
+            "failed, else `not verified`, with why.",
+            "",
+            "| harness | capability | verified |",
+            "|---|---|---|",
+        ]
+        said = [(h, c, _cell(scrub(text, secrets))) for h, c, text in verification(answers, listed)]
+        out += [f"| {_cell(h)} | {c.value} | {text} |" for h, c, text in said]
+        if not said:
+            out.append("| — | — | no harness answers yes to any capability |")
     return "\n".join(out) + "\n"
+
+
+def verifiers(capability: Capability, registry: Iterable[Check] | None = None) -> list[Check]:
+    """The registered checks (of every tier) whose ``verifies`` names ``capability``."""
+    return [c for c in (checks() if registry is None else registry) if capability in c.verifies]
+
+
+def verification(
+    answers: Sequence[Answers],
+    results: Iterable[Result | Row],
+    registry: Iterable[Check] | None = None,
+) -> list[tuple[str, Capability, str]]:
+    """For each harness and each capability its adapter answers ``yes`` (in the seed's
+    order), what the run says of that answer, from the checks that verify it
+    (:func:`verifiers`, from the registry) and their results on that harness:
+
+    - ``FAILED: ID`` when one failed (``; verified by ID`` added when another passed);
+    - else ``verified by ID`` when one passed;
+    - else ``not verified``, with why: each verifier's skip reason, harness error, or that it
+      did not run (not of the tier, or not selected), or that no check verifies it.
+    """
+    listed = rows(results)
+    known = list(checks() if registry is None else registry)
+    tiers = {c.id: c.tier.value for c in known}
+    out: list[tuple[str, Capability, str]] = []
+    for harness in answers:
+        outcomes = {str(r.get("id")): r for r in listed if r.get("harness") == harness.label}
+        for capability in capabilities():
+            support = harness.answers.get(capability)
+            if support is None or support.value is not Tristate.YES:
+                continue
+            ids = [c.id for c in verifiers(capability, known)]
+            by = {o: [i for i in ids if outcomes.get(i, {}).get("outcome") == o] for o in OUTCOMES}
+            if by["failed"]:
+                text = "FAILED: " + ", ".join(by["failed"])
+                if by["passed"]:
+                    text += "; verified by " + ", ".join(by["passed"])
+            elif by["passed"]:
+                text = "verified by " + ", ".join(by["passed"])
+            elif not ids:
+                text = "not verified: no check verifies it"
+            else:
+                why = []
+                for check_id in ids:
+                    row = outcomes.get(check_id)
+                    if row is None:
+                        why.append(f"{check_id} not run ({tiers[check_id]} tier)")
+                    elif row.get("outcome") == "error":
+                        why.append(f"{check_id} harness error")
+                    else:
+                        why.append(f"{check_id} skipped: {one_line(str(row.get('reason', '')))}")
+                text = "not verified: " + "; ".join(why)
+            out.append((harness.label, capability, text))
+    return out
 
 
 # -- the checks' declared needs -------------------------------------------------------------
@@ -311,15 +410,32 @@ def needs_markdown(listed: Iterable[Mapping[str, object]]) -> str:
 def report_json(
     results: Iterable[Result | Row], answers: Sequence[Answers], info: RunInfo
 ) -> dict[str, object]:
+    """The document report.json holds (schema :data:`SCHEMA_VERSION`):
+
+    - ``schema_version``: an integer; ``verdict``: ``passed``, ``failed`` or ``error``
+      (:func:`verdict`);
+    - ``run``: the tool, its version, the runner, Python, start and end, seed, tier, the
+      checks asked for, and each harness's label, spec and identity model;
+    - ``totals`` (and ``totals_by_harness``): passed, failed, skipped, error, total;
+    - ``results``: one per check and harness: id, rule, clause, suite, tier, harness,
+      outcome, reason (the whole message), duration, seed, replay, and ``adapter`` (what the
+      adapter did, for a failure of the adapter's; '' otherwise);
+    - ``failures``: the failed results alone, each with harness, id, rule, clause, adapter
+      and replay as separate fields;
+    - ``capabilities``: each harness's answers (value, source, reason) and note.
+    """
     listed = rows(results)
     harnesses = [label for label, _ in info.harnesses]
     document: dict[str, object] = {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": verdict(listed, answers),
         "run": info.as_dict(),
         "totals": totals(listed),
         "totals_by_harness": {
             h: totals(r for r in listed if r.get("harness") == h) for h in harnesses
         },
         "results": listed,
+        "failures": [_failure(row) for row in listed if row.get("outcome") == "failed"],
         "capabilities": {
             a.label: {"answers": answers_dict(a.answers), "note": a.note} for a in answers
         },
@@ -327,6 +443,41 @@ def report_json(
     scrubbed = _scrubbed(document, _secrets())
     assert isinstance(scrubbed, dict)
     return scrubbed
+
+
+JUNIT_MESSAGE_BUDGET = 480
+"""The longest ``message`` attribute a failure or an error gets (pytest cuts its own at 500)."""
+
+
+def junit_classname(harness: str) -> str:
+    """The ``classname`` of a check's testcase on ``harness`` (its label), the same in the
+    CLI's junit.xml and in pytest's ``--junitxml``."""
+    return f"dispatch.conformance.{harness}"
+
+
+def junit_message(row: Result | Row) -> str:
+    """The one-line ``message`` of a check's ``<failure>`` or ``<error>``: for a failure of
+    the adapter's, ``[ID] adapter: `` and the first line of what the adapter did; else (a
+    harness error, a harness unavailable) the first line of the reason. At most
+    :data:`JUNIT_MESSAGE_BUDGET` characters; the element's text keeps the whole message."""
+    [found] = rows([row])
+    did = str(found.get("adapter") or "").strip()
+    if found.get("outcome") == "failed" and did:
+        message = f"[{found.get('id')}] adapter: {did.splitlines()[0]}"
+    else:
+        reason = str(found.get("reason") or "").strip()
+        fallback = "harness error" if found.get("outcome") == "error" else "failed"
+        message = reason.splitlines()[0] if reason else fallback
+    if len(message) > JUNIT_MESSAGE_BUDGET:
+        message = message[: JUNIT_MESSAGE_BUDGET - 1] + "\N{HORIZONTAL ELLIPSIS}"
+    return message
+
+
+FAILURE_FIELDS = ("harness", "id", "rule", "clause", "adapter", "replay")
+
+
+def _failure(row: Row) -> dict[str, object]:
+    return {key: row.get(key, "") for key in FAILURE_FIELDS}
 
 
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -337,10 +488,13 @@ def _xml(text: object, secrets: Sequence[str]) -> str:
 
 
 def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> str:
-    """JUnit XML: one testsuite per harness, one testcase per check with the properties
-    ``harness``, ``check``, ``seed`` (and ``rule``, ``clause``); a failure (the adapter's), an
-    error (the harness's) or a skip carries the reason."""
+    """JUnit XML: one testsuite per harness (with this host's ``hostname``), one testcase per
+    check (``classname`` :func:`junit_classname`) with the properties ``harness``, ``check``,
+    ``seed``, ``rule`` and ``clause``; a failure (the adapter's: ``<failure>``), an error (the
+    harness's: ``<error>``) or a skip carries the reason, a failure's and an error's
+    ``message`` being :func:`junit_message` and their text the whole message."""
     secrets = _secrets()
+    hostname = socket.gethostname()
     listed = rows(results)
     order = [label for label, _ in info.harnesses] if info else []
     for row in listed:
@@ -369,6 +523,7 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
             skipped=str(own_counts["skipped"]),
             time=f"{sum(_duration(r) for r in own):.3f}",
             timestamp=info.started if info else now(),
+            hostname=_xml(hostname, secrets),
         )
         props = ET.SubElement(suite, "properties")
         ET.SubElement(props, "property", name="harness", value=_xml(harness, secrets))
@@ -379,7 +534,7 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
             case = ET.SubElement(
                 suite,
                 "testcase",
-                classname=f"dispatch.conformance.{_xml(harness, secrets)}",
+                classname=_xml(junit_classname(harness), secrets),
                 name=_xml(row.get("id"), secrets),
                 time=f"{_duration(row):.3f}",
             )
@@ -393,16 +548,10 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
             ):
                 ET.SubElement(case_props, "property", name=name, value=_xml(row.get(key), secrets))
             reason = _xml(row.get("reason", ""), secrets)
-            if row.get("outcome") == "failed":
-                failure = ET.SubElement(
-                    case, "failure", message=reason.splitlines()[0] if reason else "failed"
-                )
-                failure.text = reason
-            elif row.get("outcome") == "error":
-                error = ET.SubElement(
-                    case, "error", message=reason.splitlines()[0] if reason else "harness error"
-                )
-                error.text = reason
+            if row.get("outcome") in ("failed", "error"):
+                tag = "failure" if row.get("outcome") == "failed" else "error"
+                element = ET.SubElement(case, tag, message=_xml(junit_message(row), secrets))
+                element.text = reason
             elif row.get("outcome") == "skipped":
                 ET.SubElement(case, "skipped", message=reason)
     ET.indent(root)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -378,17 +379,32 @@ def test_run_prints_progress_and_writes_every_report(
     assert set(report["capabilities"]) == {"toy", "toy-label"}
     assert len(report["capabilities"]["toy"]["answers"]) == 14
 
+    assert report["schema_version"] == 2
+    assert report["verdict"] == ("failed" if totals["failed"] else "passed")
+    assert report["failures"] == [
+        {k: r[k] for k in ("harness", "id", "rule", "clause", "adapter", "replay")}
+        for r in report["results"]
+        if r["outcome"] == "failed"
+    ]
+
     junit = ET.parse(tmp_path / "junit.xml").getroot()
     suites = junit.findall("testsuite")
     assert [s.get("name") for s in suites] == ["toy", "toy-label"]
     for suite in suites:
+        assert suite.get("hostname") == socket.gethostname()
         cases = suite.findall("testcase")
         assert len(cases) == len(selected)
         for case in cases:
             props = {p.get("name"): p.get("value") for p in case.iter("property")}
-            assert props["harness"] == suite.get("name")
-            assert props["check"] == case.get("name")
-            assert props["seed"] == "3"
+            check = REGISTRY[case.get("name", "")]
+            assert props == {
+                "harness": suite.get("name"),
+                "check": check.id,
+                "seed": "3",
+                "rule": check.rule,
+                "clause": check.clause,
+            }
+            assert case.get("classname") == f"dispatch.conformance.{suite.get('name')}"
 
     matrix = (tmp_path / "matrix.md").read_text()
     assert "| capability | toy | toy-label |" in matrix
@@ -452,13 +468,39 @@ def test_a_failing_check_exits_1_with_its_reason(
     assert out.splitlines()[-1] == "0 passed, 1 failed, 0 skipped"
 
     report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["schema_version"], report["verdict"]) == (2, "failed")
     [row] = report["results"]
     assert (row["harness"], row["outcome"]) == ("broken", "failed")
     assert "OutputRetained" in row["reason"]
-    failure = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase/failure")
+    # The parts of the message, each a field of its own.
+    replay = f"dispatch-conformance run --harness {spec} --check CAP-001 --seed 0"
+    rule = REGISTRY["CAP-001"].rule
+    assert (row["rule"], row["adapter"], row["replay"]) == (
+        rule,
+        "answered no Support for OutputRetained",
+        replay,
+    )
+    assert report["failures"] == [
+        {
+            "harness": "broken",
+            "id": "CAP-001",
+            "rule": rule,
+            "clause": REGISTRY["CAP-001"].clause,
+            "adapter": "answered no Support for OutputRetained",
+            "replay": replay,
+        }
+    ]
+    case = ET.parse(tmp_path / "junit.xml").getroot().find("testsuite/testcase")
+    assert case is not None and case.get("classname") == "dispatch.conformance.broken"
+    failure = case.find("failure")
     assert failure is not None
-    assert failure.get("message", "").startswith("[CAP-001] rule:")
-    assert "OutputRetained" in (failure.text or "")
+    assert failure.get("message") == "[CAP-001] adapter: answered no Support for OutputRetained"
+    assert (failure.text or "").splitlines() == [
+        f"[CAP-001] rule: {rule}",
+        f"  clause: {REGISTRY['CAP-001'].clause}",
+        "  adapter: answered no Support for OutputRetained",
+        f"  replay: {replay}",
+    ]
 
 
 def test_skips_carry_their_reasons_and_xfail_on_is_strict(
