@@ -19,11 +19,14 @@ one that fails is ``xfailed``, and one that passes fails. A
 harness that raises (making a backend, in its fault injector, ...) is an *error* (``E``, a
 JUnit ``<error>``): the check runs in the item's setup, so that pytest tells the harness's
 error from the adapter's failure. A harness that fails to close is said in the summary and
-makes the exit status 1. Every item carries ``harness``, ``check`` and ``seed`` as user
-properties, which ``--junitxml`` writes as ``<property>`` elements (they travel with the
-report, so pytest-xdist keeps them). A bad option (a ``--dispatch-check`` that selects nothing,
-a ``--dispatch-report-dir`` that cannot be written, a harness that cannot be loaded) is a
-one-line usage error before anything runs.
+makes the exit status 1. Every item carries ``harness``, ``check``, ``seed``, ``rule`` and
+``clause`` as user properties, which ``--junitxml`` writes as ``<property>`` elements (they
+travel with the report, so pytest-xdist keeps them). In ``--junitxml`` a check's testcase has
+the ``classname`` of the CLI's junit.xml (``dispatch.conformance.<harness>``), and a failure's
+``message`` (and pytest's one-line summary) says what the adapter did
+(``[ID] adapter: ...``), as the CLI's does; the element's text is the whole message. A bad
+option (a ``--dispatch-check`` that selects nothing, a ``--dispatch-report-dir`` that cannot be
+written, a harness that cannot be loaded) is a one-line usage error before anything runs.
 
 The suite can also live in an author's own test module::
 
@@ -64,6 +67,9 @@ if TYPE_CHECKING:
 
 ENTRY_POINT = "dispatch_conformance"
 RESULT_ATTRIBUTE = "dispatch_result"
+JUNIT_ATTRIBUTE = "dispatch_junit"
+"""A check's report carries ``{"classname": ..., "message": ...}`` under this attribute (it
+travels to the pytest-xdist controller with the report), for :class:`JUnitNames`."""
 
 
 # -- options ---------------------------------------------------------------------------------
@@ -123,6 +129,8 @@ def pytest_plugin_registered(plugin: object, plugin_name: str, manager: Any) -> 
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin(JUNIT_PLUGIN):
+        config.pluginmanager.register(JUnitNames(config), JUNIT_PLUGIN)
     specs: list[str] = config.getoption("dispatch_harness") or []
     if not specs:
         return
@@ -156,6 +164,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    names = config.pluginmanager.get_plugin(JUNIT_PLUGIN)
+    if names is not None:
+        config.pluginmanager.unregister(names, JUNIT_PLUGIN)
     run = config.stash.get(_RUN, None)
     if run is not None:
         from conformance.runner import close_all
@@ -277,6 +288,49 @@ class ConformanceRun:
 
 _RUN = pytest.StashKey[ConformanceRun]()
 RUN_PLUGIN = "dispatch-conformance-run"
+JUNIT_PLUGIN = "dispatch-conformance-junit"
+
+
+class JUnitNames:
+    """What pytest's ``--junitxml`` writes of a check, made to agree with the CLI's junit.xml:
+    the testcase's ``classname`` (``reports.junit_classname``), set on pytest's own reporter
+    of the testcase before it records the report. Under pytest-xdist a failure's text arrives
+    without its one-line summary; it is given back, so that the ``message`` is
+    ``reports.junit_message`` there too. Reports without :data:`JUNIT_ATTRIBUTE` (not a
+    check's) are left alone."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        junit = vars(report).get(JUNIT_ATTRIBUTE)
+        if not isinstance(junit, dict):
+            return
+        message = junit.get("message")
+        if report.failed and isinstance(report.longrepr, str) and isinstance(message, str):
+            path, line, _ = report.location
+            report.longrepr = FailureRepr(report.longrepr, path, (line or 0) + 1, message)
+        from _pytest.junitxml import xml_key
+
+        xml = self.config.stash.get(xml_key, None)
+        classname = junit.get("classname")
+        if xml is not None and isinstance(classname, str) and report.when != "teardown":
+            xml.node_reporter(report).add_attribute("classname", classname)
+
+
+_JUNIT = pytest.StashKey[dict[str, str]]()
+"""An item's :data:`JUNIT_ATTRIBUTE`: its classname, and the message once it failed or erred."""
+
+
+def _junit(item: pytest.Item, loaded: Loaded, result: Result | None = None) -> None:
+    """Note ``item``'s JUnit classname (and, with its ``result``, the failure's message)."""
+    from conformance.reports import junit_classname, junit_message
+
+    junit = item.stash.setdefault(_JUNIT, {})
+    junit["classname"] = junit_classname(loaded.label)
+    if result is not None:
+        junit["message"] = junit_message(result)
 
 
 class HarnessCollector(pytest.Collector):
@@ -311,12 +365,12 @@ class ConformanceItem(pytest.Item):
         self.seed = seed
         self.result: Result | None = None
         self.harness_error = False
-        self.user_properties.extend(
-            [("harness", loaded.label), ("check", check.id), ("seed", str(seed))]
-        )
+        self.user_properties.extend(properties(loaded, check, seed))
+        _junit(self, loaded)
 
     def setup(self) -> None:
         self.result = self.loaded.run(self.check, self.seed)
+        _junit(self, self.loaded, self.result)
         self.harness_error = errs(self.result)
         if self.harness_error:
             harness_error(self, self.result)
@@ -332,7 +386,8 @@ class ConformanceItem(pytest.Item):
     ) -> str | TerminalRepr:
         if isinstance(excinfo.value, ConformanceFailure):
             path, line, _ = self.reportinfo()
-            return FailureRepr(str(excinfo.value), str(path), (line or 0) + 1)
+            summary = self.stash.get(_JUNIT, {}).get("message")
+            return FailureRepr(str(excinfo.value), str(path), (line or 0) + 1, summary)
         return super().repr_failure(excinfo, style)
 
     def reportinfo(self) -> tuple[os.PathLike[str] | str, int | None, str]:
@@ -348,13 +403,27 @@ def _source(check: Check) -> tuple[str, int]:
     return path, max(line - 1, 0)
 
 
-class FailureRepr(TerminalRepr):
-    """A failed check as pytest shows it: the check's message, no Python traceback."""
+def properties(loaded: Loaded, check: Check, seed: int) -> list[tuple[str, object]]:
+    """A check's item's user properties (JUnit ``<property>`` elements), as the CLI's
+    junit.xml gives them: ``harness``, ``check``, ``seed``, ``rule``, ``clause``."""
+    return [
+        ("harness", loaded.label),
+        ("check", check.id),
+        ("seed", str(seed)),
+        ("rule", check.rule),
+        ("clause", check.clause),
+    ]
 
-    def __init__(self, message: str, path: str, line: int) -> None:
+
+class FailureRepr(TerminalRepr):
+    """A failed check as pytest shows it: the check's message, no Python traceback.
+    ``summary`` is its one line (pytest's short summary, JUnit's ``message``): by default,
+    the message's first line."""
+
+    def __init__(self, message: str, path: str, line: int, summary: str | None = None) -> None:
         self.message = message
         first = message.splitlines()[0] if message else "failed"
-        self.reprcrash = ReprFileLocation(path, line, first)
+        self.reprcrash = ReprFileLocation(path, line, summary or first)
 
     def toterminal(self, tw: TerminalWriter) -> None:
         for line in self.message.splitlines():
@@ -383,12 +452,24 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """A harness error is shown as its message (the first line in summaries and in JUnit's
-    ``<error message>``), as a check's failure is."""
+    ``<error message>``), as a check's failure is; a ``suite_for`` check's failure is shown
+    as a check item's is (its message, summarised by what the adapter did). A check's report
+    carries :data:`JUNIT_ATTRIBUTE` for :class:`JUnitNames`."""
     report = yield
     reason = item.stash.get(_HARNESS_ERROR, None)
+    junit = item.stash.get(_JUNIT, None)
     if reason is not None and call.when == "setup" and report.failed:
         path, line, _ = item.reportinfo()
-        report.longrepr = FailureRepr(reason, str(path), (line or 0) + 1)
+        summary = junit.get("message") if junit else None
+        report.longrepr = FailureRepr(reason, str(path), (line or 0) + 1, summary)
+    result = item.stash.get(_SUITE_RESULT, None)
+    if result is not None and call.when == "call" and report.failed and junit:
+        path, line, _ = item.reportinfo()
+        said = str(report.longrepr)
+        message = result.reason if result.reason in said else said
+        report.longrepr = FailureRepr(message, str(path), (line or 0) + 1, junit.get("message"))
+    if junit is not None:
+        vars(report)[JUNIT_ATTRIBUTE] = dict(junit)
     return report
 
 
@@ -520,8 +601,9 @@ class _Suite:
         return Loaded(spec, label, value)
 
     def properties(self, loaded: Loaded, check: Check) -> list[tuple[str, object]]:
-        """The item's ``harness``, ``check`` and ``seed`` (JUnit ``<property>`` elements)."""
-        return [("harness", loaded.label), ("check", check.id), ("seed", str(self.seed))]
+        """The item's ``harness``, ``check``, ``seed``, ``rule`` and ``clause`` (JUnit
+        ``<property>`` elements)."""
+        return properties(loaded, check, self.seed)
 
     def close(self) -> str:
         """Close the harness (once); the complaint when closing failed, else ''."""
@@ -567,6 +649,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.user_properties.extend(suite.properties(loaded, check))
     result = loaded.run(check, suite.seed)
     item.stash[_SUITE_RESULT] = result
+    _junit(item, loaded, result)
     if errs(result):
         harness_error(item, result)
 

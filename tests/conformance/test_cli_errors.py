@@ -320,8 +320,11 @@ def test_a_harness_whose_new_backend_raises_is_a_harness_error(
     assert "harness errors: no-backend::CAP-001" in lines
     assert lines[-1] == "0 passed, 0 failed, 0 skipped, 1 harness error"
 
-    [row] = json.loads((tmp_path / "report.json").read_text())["results"]
+    report = json.loads((tmp_path / "report.json").read_text())
+    [row] = report["results"]
     assert row["outcome"] == "error"
+    # A harness error is the run's verdict, no failure of the adapter's, nothing it did.
+    assert (report["verdict"], report["failures"], row["adapter"]) == ("error", [], "")
     root = ET.parse(tmp_path / "junit.xml").getroot()
     assert (root.get("errors"), root.get("failures")) == ("1", "0")
     assert root.find(".//failure") is None
@@ -595,7 +598,14 @@ def test_suite_for_reports_a_harness_error_as_an_error(pytester: pytest.Pytester
     props = {
         p.get("name"): p.get("value") for p in cases["test_no_backend[CAP-001]"].iter("property")
     }
-    assert props == {"harness": "no-backend", "check": "CAP-001", "seed": "0"}
+    assert props == {
+        "harness": "no-backend",
+        "check": "CAP-001",
+        "seed": "0",
+        "rule": CAP.rule,
+        "clause": CAP.clause,
+    }
+    assert cases["test_no_backend[CAP-001]"].get("classname") == "dispatch.conformance.no-backend"
 
 
 def test_suite_for_takes_one_id_given_as_a_string_as_one_id() -> None:

@@ -8,12 +8,15 @@ again would register its checks twice."""
 from __future__ import annotations
 
 import json
+import socket
 import xml.etree.ElementTree as ET
 
 import pytest
 
 import conformance.suites  # noqa: F401  (registered once here, not inside a pytester run)
 from conformance import checks
+from conformance.checks import REGISTRY
+from conformance.plugin import JUnitNames
 from tests.conformance.test_cli import BY_LABEL, BY_NAME, TOY, register_test_checks
 
 pytest_plugins = ["pytester"]
@@ -35,6 +38,18 @@ def junit_cases(path: object) -> dict[str, ET.Element]:
 
 def props(case: ET.Element) -> dict[str, str | None]:
     return {p.get("name", ""): p.get("value") for p in case.iter("property")}
+
+
+def check_props(harness: str, check_id: str, seed: int) -> dict[str, str | None]:
+    """The properties a check's testcase carries, in both JUnit reports."""
+    check = REGISTRY[check_id]
+    return {
+        "harness": harness,
+        "check": check_id,
+        "seed": str(seed),
+        "rule": check.rule,
+        "clause": check.clause,
+    }
 
 
 def test_without_a_harness_it_adds_nothing(pytester: pytest.Pytester) -> None:
@@ -108,8 +123,8 @@ def test_outcomes_skip_reasons_and_strict_xfail(pytester: pytest.Pytester) -> No
             "SKIPPED [[]1[]] *test_cli.py:*: adapter declares ContainerImage no: memory adapter (slurm shape)*",
             "SKIPPED [[]1[]] *test_cli.py:*: harness cannot inject lose_node",
             "XFAIL memory-plain::TEST-904 - expected failure: issue 1",
-            "FAILED memory-plain::TEST-905 - [[]TEST-905[]] rule: Fixed rule*",
-            "FAILED memory-plain::TEST-906 - [[]TEST-906[]] rule: The answer is*",
+            "FAILED memory-plain::TEST-905 - [[]TEST-905[]] adapter: passed, but it is a *",
+            "FAILED memory-plain::TEST-906 - [[]TEST-906[]] adapter: answered maybe",
         ]
     )
     result.stdout.fnmatch_lines(["*- dispatch conformance -*", "1 passed, 2 failed, 3 skipped"])
@@ -130,13 +145,27 @@ def test_outcomes_skip_reasons_and_strict_xfail(pytester: pytest.Pytester) -> No
     cases = junit_cases(junit)
     assert set(cases) == {f"TEST-90{n}" for n in range(1, 7)}
     for check_id, case in cases.items():
-        assert props(case) == {"harness": "memory-plain", "check": check_id, "seed": "7"}
+        assert props(case) == check_props("memory-plain", check_id, 7)
+        assert case.get("classname") == "dispatch.conformance.memory-plain"
     skipped = cases["TEST-903"].find("skipped")
     assert skipped is not None and skipped.get("message") == "harness cannot inject lose_node"
+    # The message says what the adapter did; the text is the whole message.
     failure = cases["TEST-906"].find("failure")
     assert failure is not None
-    assert failure.get("message") == "[TEST-906] rule: The answer is yes or no."
-    assert "adapter: answered maybe" in (failure.text or "")
+    assert failure.get("message") == "[TEST-906] adapter: answered maybe"
+    assert (failure.text or "").splitlines() == [
+        "[TEST-906] rule: The answer is yes or no.",
+        "  clause: test clause",
+        "  adapter: answered maybe",
+        f"  replay: dispatch-conformance run --harness {HERE}:plain_harness --check TEST-906 --seed 7",
+    ]
+    strict = cases["TEST-905"].find("failure")
+    assert strict is not None
+    assert strict.get("message") == (
+        "[TEST-905] adapter: passed, but it is a strict expected failure (issue 2)"
+    )
+    [suite] = ET.parse(junit).getroot().iter("testsuite")
+    assert suite.get("hostname") == socket.gethostname()
 
 
 @pytest.mark.usefixtures("registered_checks")
@@ -157,7 +186,7 @@ def test_xfail_on_holds_on_the_harness_it_names_only(pytester: pytest.Pytester) 
     lines = result.stdout.lines
     assert "XFAIL memory-plain::TEST-904 - expected failure: issue 1" in lines
     assert any(line.startswith("FAILED memory-plain::TEST-905 - ") for line in lines)
-    assert any(line.startswith("FAILED toy-label::TEST-904 - [TEST-904] rule:") for line in lines)
+    assert "FAILED toy-label::TEST-904 - [TEST-904] adapter: answered maybe" in lines
     assert "PASSED toy-label::TEST-905" in lines
     report = json.loads((reports / "report.json").read_text())
     outcomes = {(r["harness"], r["id"]): r["outcome"] for r in report["results"]}
@@ -176,12 +205,14 @@ def test_a_broken_adapter_fails_the_named_rule(pytester: pytest.Pytester) -> Non
         f"--dispatch-harness={HERE}:broken_harness", *PLUGIN, "--dispatch-check=CAP-001"
     )
     result.assert_outcomes(failed=1)
+    rule = REGISTRY["CAP-001"].rule
     result.stdout.fnmatch_lines(
         [
-            "FAILED broken::CAP-001 - [[]CAP-001[]] rule: capabilities() answers*",
+            f"[[]CAP-001[]] rule: {rule}",
+            "  adapter: answered no Support for OutputRetained",
+            "FAILED broken::CAP-001 - [[]CAP-001[]] adapter: answered no Support for OutputRet*",
         ]
     )
-    assert "answered no Support for OutputRetained" in result.stdout.str()
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -262,6 +293,17 @@ def test_results_and_properties_survive_xdist_serialization(pytester: pytest.Pyt
         assert dict(again.user_properties)["harness"] == "broken"
         assert vars(again)["dispatch_result"] == vars(report)["dispatch_result"]
         assert vars(again)["dispatch_result"]["id"] == dict(again.user_properties)["check"]
+        assert vars(again)["dispatch_junit"] == vars(report)["dispatch_junit"]
+    # A failure's text arrives without its one-line summary; the controller gives it back, so
+    # that --junitxml's message and the short summary say what the adapter did there too.
+    [failed] = [r for r in calls if r.failed]
+    again = pytest.TestReport._from_json(failed._to_json())
+    assert isinstance(again.longrepr, str)
+    JUnitNames(pytester.parseconfig()).pytest_runtest_logreport(again)
+    crash = getattr(again.longrepr, "reprcrash", None)
+    assert crash is not None
+    assert crash.message == "[CAP-001] adapter: answered no Support for OutputRetained"
+    assert str(again.longrepr) == str(failed.longrepr)
 
 
 @pytest.mark.usefixtures("registered_checks")
@@ -293,15 +335,87 @@ def test_suite_for_imports_the_suite_into_an_authors_module(pytester: pytest.Pyt
     assert "adapter: answered no Support for OutputRetained" in out
     assert "Traceback" not in out
     cases = {(c.get("name") or ""): c for c in ET.parse(junit).getroot().iter("testcase")}
-    assert props(cases["test_memory[CAP-001]"]) == {
-        "harness": "toy",
-        "check": "CAP-001",
-        "seed": "5",
-    }
-    assert props(cases["test_named[TEST-903]"])["harness"] == f"{HERE}:plain_harness"
+    assert props(cases["test_memory[CAP-001]"]) == check_props("toy", "CAP-001", 5)
+    assert props(cases["test_named[TEST-903]"]) == check_props(
+        f"{HERE}:plain_harness", "TEST-903", 0
+    )
+    # The classnames of the CLI's junit.xml, and a failure's message says what the adapter did.
+    assert cases["test_memory[CAP-001]"].get("classname") == "dispatch.conformance.toy"
+    assert cases["test_broken[CAP-001]"].get("classname") == "dispatch.conformance.broken"
+    failure = cases["test_broken[CAP-001]"].find("failure")
+    assert failure is not None
+    assert failure.get("message") == "[CAP-001] adapter: answered no Support for OutputRetained"
+    assert (failure.text or "").startswith(f"[CAP-001] rule: {REGISTRY['CAP-001'].rule}\n")
 
 
 def test_a_conftest_may_name_it_too(pytester: pytest.Pytester) -> None:
     pytester.makeconftest('pytest_plugins = ["conformance.plugin"]\n')
     result = pytester.runpytest(f"--dispatch-harness={TOY}", "--dispatch-check=CAP-001")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.usefixtures("registered_checks")
+def test_the_cli_and_pytest_write_the_same_junit_for_a_check(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same (harness, check) in the CLI's junit.xml and in pytest's --junitxml: the same
+    classname and name, properties, element (failure for the adapter, error for the
+    harness, skipped) and message (pytest words a setup error's as ``failed on setup``)."""
+    from conformance.cli import main
+
+    plain, erring = f"{HERE}:plain_harness", "tests.conformance.test_cli_errors:no_backend"
+    cli_dir = pytester.path / "cli"
+    selection = ["--check", "TEST-90", "--check", "CAP-001", "--seed", "7"]
+    code = main(
+        ["run", "--harness", plain, "--harness", erring, *selection, "--report-dir", str(cli_dir)]
+    )
+    capsys.readouterr()
+    assert code == 3
+    junit = pytester.path / "pytest.xml"
+    pytester.runpytest(
+        f"--dispatch-harness={plain}",
+        f"--dispatch-harness={erring}",
+        *PLUGIN,
+        "--dispatch-check=TEST-90",
+        "--dispatch-check=CAP-001",
+        "--dispatch-seed=7",
+        f"--junitxml={junit}",
+    )
+
+    def cases(path: object) -> dict[tuple[str, str], ET.Element]:
+        found = ET.parse(str(path)).getroot().iter("testcase")
+        return {(c.get("classname", ""), c.get("name", "")): c for c in found}
+
+    def said(case: ET.Element) -> tuple[str, str | None]:
+        [element] = [e for e in case if e.tag in ("failure", "error", "skipped")] or [case]
+        return element.tag, element.get("message")
+
+    by_cli, by_pytest = cases(cli_dir / "junit.xml"), cases(junit)
+    assert set(by_cli) == set(by_pytest)
+    assert len(by_cli) == 14  # 7 checks on each of two harnesses
+    outcomes: dict[str, set[str]] = {}
+    for (classname, check_id), ours in by_cli.items():
+        theirs = by_pytest[classname, check_id]
+        harness = classname.removeprefix("dispatch.conformance.")
+        assert props(ours) == props(theirs) == check_props(harness, check_id, 7)
+        tag, message = said(ours)
+        outcomes.setdefault(tag, set()).add(f"{harness}::{check_id}")
+        if tag == "error":
+            assert said(theirs) == (tag, f'failed on setup with "{message}"')
+            assert message is not None and "harness error, not the adapter's" in message
+        else:
+            assert said(theirs) == (tag, message)
+    # The checks that need no backend fail on no-backend as on memory-plain (no xfail_on
+    # names it); those that make one are the harness's errors there.
+    assert outcomes["failure"] == {
+        "memory-plain::TEST-905",
+        "memory-plain::TEST-906",
+        "no-backend::TEST-904",
+        "no-backend::TEST-906",
+    }
+    made = ("CAP-001", "TEST-901", "TEST-902", "TEST-905")  # each makes a backend
+    assert outcomes["error"] == {f"no-backend::{i}" for i in made}
+    assert said(by_cli[("dispatch.conformance.no-backend", "TEST-904")]) == (
+        "failure",
+        "[TEST-904] adapter: answered maybe",
+    )
