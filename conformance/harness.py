@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Generic, TypeVar
 
-from dispatch_core import Backend, Clock, JobID, ObjectRef
+from dispatch_core import Backend, Clock, JobID, JobSpec, ObjectRef
 
 
 class CannotInject(Exception):
@@ -128,12 +128,34 @@ class Fault(StrEnum):
 
 
 class Probe(StrEnum):
-    """What a harness can show a check besides faults."""
+    """What a harness can show a check, or let it do, besides faults."""
 
     EXECUTIONS = "executions"
     """:meth:`Harness.executions`: the environment each rank of each execution saw."""
     HOST_PATHS = "host_paths"
     """:meth:`Harness.host`: scratch directories and files on the cluster's filesystem."""
+    SIGNALS = "signals"
+    """:meth:`Harness.pre_termination_spec` and :meth:`Harness.signals`: a spec that asks for
+    a time limit and a signal before it, and when the processes got the signal and ended."""
+    INVENTORY = "inventory"
+    """:meth:`Harness.inventory`: the user's objects on the target that have not ended,
+    whoever made them."""
+    PREFLIGHT = "preflight"
+    """A check may run the adapter's preflight on this target: its probes' waits cost no real
+    time here (a virtual clock). A harness on a real cluster, where the probes hold real jobs
+    for minutes, lacks it with the reason (``dispatch-conformance preflight`` runs them)."""
+
+
+@dataclass(frozen=True)
+class Signalled:
+    """What the processes of one execution were sent before their end (:meth:`Harness.signals`),
+    in seconds of the harness clock."""
+
+    received: tuple[float, ...]
+    """When the processes received a signal before their end, in order (the pre-termination
+    signal the spec asked for; empty when none came)."""
+    ended: float | None
+    """When the processes were killed, or otherwise ended; None while they still run."""
 
 
 OPERATIONS: tuple[str, ...] = ("start", "stop", "hold", "release", "requeue")
@@ -210,12 +232,21 @@ class FaultInjector:
         return 1
 
     def inject_look_alike(
-        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+        self,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
     ) -> str:
         """Make one look-alike of ``job_id``'s objects of ``kind``, in form ``variant`` (see
         :meth:`look_alike_forms`), held or otherwise kept from running where the target
         allows; a :attr:`LookAlike.COMMA_LIST` lists ``other``'s key with the job's (a fresh
-        job's when None). Returns its native id, as ``ObjectRef.id`` would name it."""
+        job's when None). With ``requeued``, the look-alike is then started and requeued
+        underneath, as :meth:`requeue_underneath` would (so its submit time moves past every
+        earlier one's and its restart count is above 0). Returns its native id, as
+        ``ObjectRef.id`` would name it."""
         raise CannotInject(look_alike_need(kind))
 
     def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
@@ -360,6 +391,32 @@ class Harness(ABC, Generic[B]):
         paths on the cluster are skipped)."""
         return Host()
 
+    def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
+        """``spec`` as this scheduler's adapter asks for a time limit of ``limit`` seconds and
+        a pre-termination signal ``lead`` seconds before it (Slurm: the adapter's
+        ``slurm.TimeLimit`` and ``slurm.Signal`` extensions), so that no check needs to know
+        how. The job's processes must not end on the signal: they run on until the time limit
+        kills them, so that a check sees both. Raise :class:`CannotInject` ("signals") when
+        the harness cannot ask for them, or cannot say ``limit`` or ``lead`` (a scheduler
+        whose time limits are whole minutes). Needs :attr:`Probe.SIGNALS` in :attr:`offers`,
+        with :meth:`signals`."""
+        raise CannotInject(Probe.SIGNALS.value)
+
+    def signals(self, backend: B, ref: ObjectRef) -> Signalled:
+        """What the processes of the first execution of the object ``ref`` names were sent
+        before their end, and when they ended, as the target saw it (the scheduler's record
+        or the job's own, never the adapter's word). Raise :class:`CannotInject` ("signals")
+        when the harness cannot see them."""
+        raise CannotInject(Probe.SIGNALS.value)
+
+    def inventory(self, backend: B) -> Sequence[str]:
+        """The native ids (as ``ObjectRef.id`` names them) of every object of the user's on
+        ``backend``'s target that has not ended (queued, held or running), whoever made it:
+        the adapter, its preflight, a check or the harness. Read from the target, never
+        through the adapter; cheap enough to call twice in a check. Raise
+        :class:`CannotInject` ("inventory") when the harness cannot list them."""
+        raise CannotInject(Probe.INVENTORY.value)
+
     def close(self) -> None:
         """Release what the harness holds (called once, after the last check)."""
 
@@ -377,6 +434,7 @@ __all__ = [
     "LookAlike",
     "Lookup",
     "Probe",
+    "Signalled",
     "fault_needs",
     "look_alike_need",
 ]

@@ -42,6 +42,7 @@ from dispatch_core import (
     State,
     Support,
     VirtualClock,
+    identity_mismatch,
 )
 
 # -- broken schedulers (the memory adapter's cluster side) ---------------------------------------
@@ -296,6 +297,51 @@ class HoldAssumesTimeoutLanded(MemoryBackend):
             super().release(ref, hold)
 
 
+class CaseInsensitiveIdentityCheck(MemoryBackend):
+    """The identity check compares the object's name with the ref's without regard to case,
+    as ``squeue --name`` matches (the submit-time rule is kept)."""
+
+    def _checked(self, ref: ObjectRef) -> Job:
+        job = self.cluster.live(ref.id) if ref.backend == self.name else None
+        if job is None or job.owner != "me":
+            raise NotFound(f"{self.name}: no job {ref.id} of yours")
+        mismatch = identity_mismatch(
+            ref.uid.lower(),
+            ref.submit_epoch,
+            uid=job.uid.lower(),
+            submit=job.submit,
+            restart_count=job.restart_count,
+        )
+        if mismatch is not None:
+            raise NotFound(f"{self.name}: job {ref.id} is not the ref's: {mismatch}")
+        return job
+
+
+class FindSeesEveryUser(MemoryBackend):
+    """find lists every user's objects of the job's name (``squeue --name`` without
+    ``--me``), so another user's object with the job's name and a valid comment is the job's."""
+
+    def _objects_of(self, job_id: JobID) -> list[Job]:
+        name = job_id.discovery_name()
+        others = [j for j in self.cluster.jobs.values() if j.owner != "me" and j.name == name]
+        return [*super()._objects_of(job_id), *others]
+
+
+class OpenIgnoresHistory(MemoryBackend):
+    """Declares AccountingHistory yes, but open reads only the live view (``squeue``, never
+    ``sacct``): an object that ended and left the live view is NotFound, its end never read
+    late."""
+
+    def capabilities(self, spec: JobSpec | None) -> dict[Capability, Support]:
+        answers = super().capabilities(spec)
+        answers[Capability.ACCOUNTING_HISTORY] = Support.yes("accounting keeps ended jobs")
+        return answers
+
+    def open(self, ref: ObjectRef) -> Observation:
+        self.cluster.tick()
+        return self._observe(self._checked(ref))
+
+
 # -- the catalogue and its harnesses ---------------------------------------------------------------
 
 
@@ -363,6 +409,17 @@ CATALOGUE: Final[Sequence[Broken]] = (
     Broken("hold_kept_in_process", HoldKeptInProcess.__doc__ or "", HoldKeptInProcess),
     Broken("start_not_idempotent", StartNotIdempotent.__doc__ or "", StartNotIdempotent),
     Broken(
+        "case_insensitive_identity_check",
+        CaseInsensitiveIdentityCheck.__doc__ or "",
+        CaseInsensitiveIdentityCheck,
+        only=("IDENT-022",),
+    ),
+    Broken(
+        "find_sees_every_user",
+        FindSeesEveryUser.__doc__ or "",
+        FindSeesEveryUser,
+    ),
+    Broken(
         "stop_assumes_timeout_landed",
         StopAssumesTimeoutLanded.__doc__ or "",
         StopAssumesTimeoutLanded,
@@ -379,6 +436,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         HoldAssumesTimeoutLanded.__doc__ or "",
         HoldAssumesTimeoutLanded,
         only=("HOLD-008",),
+    ),
+    Broken(
+        "open_ignores_history",
+        OpenIgnoresHistory.__doc__ or "",
+        OpenIgnoresHistory,
+        only=("CAP-017",),
     ),
 )
 """Every broken adapter, each wrong in exactly one way."""
@@ -409,9 +472,12 @@ no_attempt_injection = _factory("no_attempt_injection")
 rules_in_table_order = _factory("rules_in_table_order")
 hold_kept_in_process = _factory("hold_kept_in_process")
 start_not_idempotent = _factory("start_not_idempotent")
+case_insensitive_identity_check = _factory("case_insensitive_identity_check")
+find_sees_every_user = _factory("find_sees_every_user")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
+open_ignores_history = _factory("open_ignores_history")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenHarness", *BY_NAME]

@@ -71,6 +71,8 @@ _EVERY_SHAPE: Final = frozenset(
         look_alike_need(LookAlike.OTHER_USER),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
+        Probe.INVENTORY,
+        Probe.PREFLIGHT,
     ]
 )
 OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
@@ -84,6 +86,13 @@ OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
     "kubeflow": _EVERY_SHAPE,
 }
 """The faults and probes each shape provides."""
+REFUSED: Final[Mapping[str, str]] = {
+    Probe.SIGNALS: (
+        "signals (the memory scheduler models no time limit and no signal: its adapter "
+        "declares PreTerminationSignal no)"
+    ),
+}
+"""What neither shape provides, and why (the text after ``harness cannot inject``)."""
 KUBE_REFUSED: Final[Mapping[str, str]] = {
     Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a UID)",
     Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a UID)",
@@ -221,13 +230,24 @@ class MemoryFaults(FaultInjector):
         return f"{kind.value} #{variant}"
 
     def inject_look_alike(
-        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+        self,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
     ) -> str:
         if self.kube:
-            return self._kube_look_alike(job_id, kind, variant).native_id
-        form = slurm_look_alike(job_id, kind, variant, other)
-        owner = OTHER_USER if form.other_user else "me"
-        return self.cluster.submit(form.name, form.comment, None, None, owner=owner).native_id
+            native = self._kube_look_alike(job_id, kind, variant).native_id
+        else:
+            form = slurm_look_alike(job_id, kind, variant, other)
+            owner = OTHER_USER if form.other_user else "me"
+            native = self.cluster.submit(form.name, form.comment, None, None, owner=owner).native_id
+        if requeued:
+            self.cluster.let_run(native)
+            self.cluster.requeue_underneath(native)
+        return native
 
     def _kube_look_alike(self, job_id: JobID, kind: LookAlike, variant: int) -> Job:
         self._refuse(look_alike_need(kind))
@@ -281,6 +301,8 @@ class MemoryHarness(Harness[MemoryBackend]):
         self.cluster: dict[str, Any] = {"max_job_id": 50, "min_job_age": 60.0, **cluster}
 
     def lacks(self, need: str) -> str | None:
+        if need in REFUSED:
+            return f"harness cannot inject {REFUSED[need]}"
         if self.shape == "kubeflow" and need in KUBE_REFUSED:
             return f"harness cannot inject {KUBE_REFUSED[need]}"
         return super().lacks(need)
@@ -312,6 +334,13 @@ class MemoryHarness(Harness[MemoryBackend]):
         """This host's filesystem (the memory scheduler's ranks "run" where they are told)."""
         return LocalHost()
 
+    def inventory(self, backend: MemoryBackend) -> Sequence[str]:
+        """The user's objects the cluster holds that have not ended (look-alikes of the
+        user's own included; another user's, or another namespace's, not)."""
+        return [
+            j.native_id for j in backend.cluster.jobs.values() if j.owner == "me" and not j.ended
+        ]
+
 
 def memory_slurm() -> MemoryHarness:
     return MemoryHarness("slurm")
@@ -324,6 +353,7 @@ def memory_kubeflow() -> MemoryHarness:
 __all__ = [
     "KUBEFLOW_SHAPE",
     "OFFERS",
+    "REFUSED",
     "SLURM_SHAPE",
     "MemoryFaults",
     "MemoryHarness",

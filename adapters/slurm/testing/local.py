@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Final
 
 from adapters.slurm import LocalTransport, SlurmBackend, Transport
@@ -80,8 +81,16 @@ LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
     "job on it)",
     look_alike_need(LookAlike.OTHER_USER): OTHER_USER_REFUSED,
+    Probe.SIGNALS: "harness cannot inject signals (a real Slurm's time limits are whole "
+    "minutes, enforced up to a minute late, so a job that is signalled and then killed holds "
+    "a CPU of the shared cluster for over two real minutes; the adapter's preflight probes "
+    "PreTerminationSignal here: dispatch-conformance preflight --harness slurm-local)",
+    Probe.PREFLIGHT: "harness cannot inject preflight (on a real cluster the probes hold real "
+    "jobs for minutes, a 2-minute --signal job among them: run them with "
+    "dispatch-conformance preflight --harness slurm-local)",
 }
-"""What slurm-local never offers, and why."""
+"""What slurm-local never offers, and why (it offers no inventory either: nothing needs it
+without the preflight)."""
 
 
 class LocalSlurm:
@@ -382,10 +391,17 @@ class LocalFaults(FaultInjector):
         return describe_slurm_look_alike(kind, variant)
 
     def inject_look_alike(
-        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+        self,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
     ) -> str:
-        """A held job of the look-alike's name and comment, submitted as the harness's user;
-        :attr:`LookAlike.OTHER_USER` cannot be made (see :data:`OTHER_USER_REFUSED`)."""
+        """A held job of the look-alike's name and comment, submitted as the harness's user
+        (released, run and requeued when ``requeued``); :attr:`LookAlike.OTHER_USER` cannot be
+        made (see :data:`OTHER_USER_REFUSED`)."""
         form = slurm_look_alike(job_id, kind, variant, other)
         if form.other_user:
             raise CannotInject(OTHER_USER_REFUSED.removeprefix("harness cannot inject "))
@@ -403,6 +419,12 @@ class LocalFaults(FaultInjector):
         self.harness.handed_out(native)
         self.harness.held_look_alikes.add(native)
         self.harness.look_alikes.add(native)
+        if requeued:
+            # The faults find a job by its id and name; the submit time plays no part.
+            since = datetime.fromtimestamp(int(self.clock.now()), UTC)
+            self.requeue_underneath(
+                ObjectRef(backend="look-alike", uid=form.name, id=native, submit=since)
+            )
         return native
 
 

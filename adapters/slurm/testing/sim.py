@@ -48,9 +48,10 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    Signalled,
     look_alike_need,
 )
-from dispatch_core import Clock, JobID, ObjectRef, Rejected, VirtualClock
+from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected, VirtualClock
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
 from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode, Running
 
@@ -64,6 +65,12 @@ COMMAND_GRACE: Final = 0.25
 suite goes on without it (ample for ``true``, ``echo``, ``pwd``)."""
 START_BOUND: Final = 5.0
 """Real seconds a batch script has to reach srun (or end) before the suite goes on."""
+SIGNAL_GRACE: Final = 5.0
+"""Real seconds a script still running when its ``--signal`` comes has to exit on it (a trap
+that cleans up and exits) before its job runs on to its time limit."""
+SIGNAL: Final = "USR1"
+"""The pre-termination signal the harness asks for (to the job's steps, as ``--signal``
+without ``B:`` sends it)."""
 FOREIGN_SCRIPT: Final = "#!/bin/sh\ntrue\n"
 OTHER_UID: Final = 1001
 """The uid of :data:`~adapters.slurm.testing.lookalikes.OTHER_USER` on the simulator."""
@@ -88,6 +95,9 @@ SIM_OFFERS: Final = frozenset(
         *(look_alike_need(kind) for kind in LookAlike),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
+        Probe.SIGNALS,
+        Probe.INVENTORY,
+        Probe.PREFLIGHT,
     ]
 )
 """What both simulated clusters offer; ``slurm-sim-nocomment`` offers lose_identity_history
@@ -103,8 +113,9 @@ class HarnessExecute(ExecuteMode):
     (every task's environment recorded first), but the suite never waits on a command: one
     still running :data:`COMMAND_GRACE` real seconds after its tasks were recorded runs on in
     the background until its job ends or is requeued (then it is killed, as slurmd would), or
-    until the cluster is dropped. In virtual time a started job runs until a fault or a stop
-    ends it, whatever its command does."""
+    until the cluster is dropped. In virtual time a started job runs until a fault, a stop or
+    its time limit ends it, whatever its command does; a job's ``--signal`` ends it only when
+    its script still runs then and exits on the signal (:meth:`on_signal`)."""
 
     def __init__(self, sim: SlurmSim, rank_env_dir: Path) -> None:
         super().__init__(sim, default_run=FOREVER, rank_env_dir=rank_env_dir)
@@ -121,6 +132,24 @@ class HarnessExecute(ExecuteMode):
             self.ended(job, self.reap(running, None))
         else:
             self.running[job.job_id] = running
+
+    def on_signal(self, job: Job) -> None:
+        """A script still running when its ``--signal`` comes gets it, and one that exits on it
+        within :data:`SIGNAL_GRACE` real seconds ends its job a second later with its status.
+        Otherwise (it ignores the signal, or its command had ended already in real time) the
+        job runs on in virtual time until its time limit or a fault ends it, as every job of
+        the harness does, whatever its command does."""
+        running = self.running[job.job_id]
+        if running.process.poll() is not None:
+            return
+        self.deliver(job, running)
+        deadline = time.monotonic() + SIGNAL_GRACE
+        while running.process.poll() is None:
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(0.002)
+        del self.running[job.job_id]
+        self.ended(job, self.reap(running, None), after=1)
 
     def _exits(self, running: Running, job: Job) -> bool:
         """Whether the script ends within its grace (a bounded real-time wait)."""
@@ -173,6 +202,8 @@ class SimCluster:
         }
         self.local = LocalTransport()
         self.submitted: list[tuple[int, str, int, int]] = []  # (id, name, submit, seq)
+        self.signalled: dict[int, list[float]] = {}  # seq -> signal times of its first run
+        self.ended_at: dict[int, float] = {}  # seq -> when its first execution ended
         self.sim.controller.observe(self._observed)
 
     # -- the transport --------------------------------------------------------------------------
@@ -205,6 +236,10 @@ class SimCluster:
     def _observed(self, event: str, job: Job) -> None:
         if event == "submit":
             self.submitted.append((job.job_id, job.name, job.submit_time, job.seq))
+        elif event == "signal" and job.seq not in self.ended_at:
+            self.signalled.setdefault(job.seq, []).append(float(self.sim.controller.now))
+        elif event in ("end", "requeue"):
+            self.ended_at.setdefault(job.seq, float(self.sim.controller.now))
 
     def seq(self, ref: ObjectRef) -> int | None:
         """The submission ``ref`` names: the latest one with its id and name submitted at or
@@ -236,6 +271,25 @@ class SimCluster:
     def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
         seq = self.seq(ref)
         return [r.ranks() for r in self.execute.recorded if seq is not None and r.seq == seq]
+
+    def signals(self, ref: ObjectRef) -> Signalled:
+        """The signals the controller sent the ref's job during its first execution, and when
+        that execution ended (the controller's own record)."""
+        seq = self.seq(ref)
+        if seq is None:
+            return Signalled(received=(), ended=None)
+        return Signalled(received=tuple(self.signalled.get(seq, ())), ended=self.ended_at.get(seq))
+
+    def inventory(self) -> list[str]:
+        """The ids of the user's jobs in slurmctld's memory that have not finished."""
+        controller = self.sim.controller
+        controller.sync()
+        user = self.sim.config.user
+        return [
+            str(job.job_id)
+            for job in controller.jobs.values()
+            if job.user == user and not job.state.finished
+        ]
 
 
 class SimFaults(FaultInjector):
@@ -297,7 +351,9 @@ class SimFaults(FaultInjector):
     # -- an administrator ------------------------------------------------------------------------
 
     def requeue_underneath(self, ref: ObjectRef) -> None:
-        job = self.cluster.require(ref)
+        self._requeue_underneath(self.cluster.require(ref))
+
+    def _requeue_underneath(self, job: Job) -> None:
         self._let_run(job)
         # The adapter submits --no-requeue unless it asked for native requeue: an administrator
         # raises the flag first (slurm-lab §7.6i), then requeues.
@@ -371,7 +427,13 @@ class SimFaults(FaultInjector):
         return describe_slurm_look_alike(kind, variant)
 
     def inject_look_alike(
-        self, job_id: JobID, kind: LookAlike, variant: int = 0, *, other: JobID | None = None
+        self,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
     ) -> str:
         """A job of the look-alike's name and comment (another user's for
         :attr:`LookAlike.OTHER_USER`, submitted then handed over as that user's). It is not
@@ -387,6 +449,8 @@ class SimFaults(FaultInjector):
             raise RuntimeError(f"sbatch of a look-alike printed no job id: {done.stdout!r}")
         if form.other_user:
             self.sim.controller.set_owner(self.sim.job(int(native)), OTHER_USER, OTHER_UID)
+        if requeued:
+            self._requeue_underneath(self.sim.job(int(native)))
         return native
 
 
@@ -436,6 +500,31 @@ class SlurmSimHarness(Harness[SlurmBackend]):
         """This host's filesystem: the simulated jobs' scripts run here."""
         return LocalHost()
 
+    def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
+        return slurm_pre_termination_spec(spec, lead, limit)
+
+    def signals(self, backend: SlurmBackend, ref: ObjectRef) -> Signalled:
+        return sim_cluster(backend).signals(ref)
+
+    def inventory(self, backend: SlurmBackend) -> Sequence[str]:
+        return sim_cluster(backend).inventory()
+
+
+def slurm_pre_termination_spec(spec: JobSpec, lead: int, limit: int) -> JobSpec:
+    """``spec`` with the Slurm adapter's ``slurm.TimeLimit`` (whole minutes) and
+    ``slurm.Signal`` (:data:`SIGNAL` to the job's steps, ``lead`` seconds before the limit);
+    CannotInject for a limit that is no whole number of minutes, or a lead sbatch cannot say."""
+    if limit <= 0 or limit % 60:
+        raise CannotInject(f"signals (a Slurm time limit is whole minutes: {limit} s is not)")
+    if not 0 < lead < min(limit, 65_536):
+        raise CannotInject(f"signals (sbatch --signal cannot say a lead of {lead} s here)")
+    extensions = {
+        **spec.extensions,
+        "slurm.TimeLimit": str(limit // 60),
+        "slurm.Signal": f"{SIGNAL}@{lead}",
+    }
+    return spec.model_copy(update={"extensions": extensions})
+
 
 def sim_cluster(backend: SlurmBackend) -> SimCluster:
     """The simulated cluster a backend of :class:`SlurmSimHarness` runs on."""
@@ -460,6 +549,7 @@ __all__ = [
     "SimFaults",
     "SlurmSimHarness",
     "sim_cluster",
+    "slurm_pre_termination_spec",
     "slurm_sim",
     "slurm_sim_nocomment",
 ]
