@@ -42,6 +42,15 @@ SLURM_CHECKS ?=
 slurm-local: $(STAMP)
 	$(BIN)/dispatch-conformance run --harness slurm-local --report-dir reports/slurm-local-$(SLURM_MODE) $(foreach c,$(SLURM_CHECKS),--check $(c))
 
+# Mutation testing of the adapters by the conformance suite alone (issue 12; not part of make
+# test): mutmut ([tool.mutmut] in pyproject.toml, working directory mutants/), incremental, then
+# the figures per module and per goal area against the goal, and the wall time. MUTATION_ARGS
+# passes options (e.g. --fresh, --report-only; python -m tools.mutation --help).
+MUTATION_ARGS ?=
+.PHONY: mutation
+mutation: $(STAMP)
+	$(BIN)/python -m tools.mutation $(MUTATION_ARGS)
+
 test: lint typecheck unit slurm-local
 
 clean:

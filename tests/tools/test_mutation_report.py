@@ -1,0 +1,242 @@
+"""The report of ``make mutation`` (tools.mutation) on a small fixture of mutmut's results:
+parsing, statuses, goal areas, equivalents left out of the denominators, the text. No mutation
+testing runs here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tools.mutation.plugin import selected_items
+from tools.mutation.report import (
+    KILLED,
+    NO_TESTS,
+    NOT_CHECKED,
+    SURVIVED,
+    TIMEOUT,
+    Report,
+    area_of,
+    changed_lines,
+    load_equivalents,
+    load_mutants,
+    render,
+    split_name,
+    status,
+    survivors_text,
+)
+
+BACKEND = "adapters/slurm/backend.py"
+CLUSTER = "adapters/memory/cluster.py"
+HOLD = "adapters.slurm.backend.xǁSlurmBackendǁhold__mutmut_{}"
+LATEST = "adapters.slurm.backend.x__latest_incarnations__mutmut_{}"
+COMMAND = "adapters.slurm.backend.xǁSlurmBackendǁcommand__mutmut_{}"
+TICK = "adapters.memory.cluster.xǁMemoryClusterǁtick__mutmut_{}"
+
+EXIT_CODES = {
+    BACKEND: {
+        HOLD.format(1): 1,  # killed
+        HOLD.format(2): 0,  # survived
+        HOLD.format(3): 0,  # survived, listed as equivalent
+        HOLD.format(4): -24,  # timeout (SIGXCPU)
+        LATEST.format(1): 1,  # killed, wrongly listed as equivalent
+        LATEST.format(2): 33,  # no check reaches it
+        COMMAND.format(1): 0,  # survived, in no goal area
+        COMMAND.format(2): None,  # not run yet
+    },
+    CLUSTER: {TICK.format(1): 1, TICK.format(2): 0},
+}
+
+DIFF_HOLD_2 = """--- adapters/slurm/backend.py
++++ adapters/slurm/backend.py
+@@ -1,3 +1,3 @@
+ def hold(self, ref: ObjectRef) -> int:
+-        number = stamp % (HoldBound - 1) + 1
++        number = stamp % (HoldBound - 1) - 1
+         return number"""
+
+DIFFS = {
+    HOLD.format(2): (
+        ("number = stamp % (HoldBound - 1) + 1",),
+        ("number = stamp % (HoldBound - 1) - 1",),
+    ),
+    HOLD.format(3): (("step = min(step * 2, 8.0)",), ("step = min(step * 2, 9.0)",)),
+    HOLD.format(4): (("waited += step",), ("waited = step",)),
+    LATEST.format(1): (("latest = {}",), ("latest = None",)),
+    LATEST.format(2): (("return rows",), ("return None",)),
+    COMMAND.format(1): (("self.calls[op] += 1",), ("self.calls[op] = 1",)),
+    TICK.format(2): (("now = self.clock.now()",), ("now = None",)),
+}
+
+EQUIVALENTS = """
+[[equivalent]]
+module = "adapters.slurm.backend"
+function = "SlurmBackend.hold"
+removed = "step = min(step * 2, 8.0)"
+added = "step = min(step * 2, 9.0)"
+reason = "a longer step only changes the pacing of the read-back within the same bound"
+
+[[equivalent]]
+module = "adapters.slurm.backend"
+function = "_latest_incarnations"
+removed = "latest = {}"
+added = "latest = None"
+reason = "listed wrongly: the fixture's report must say it was killed"
+
+[[equivalent]]
+module = "adapters.slurm.backend"
+function = "SlurmBackend.stop"
+removed = "return"
+added = "pass"
+reason = "matches no mutant"
+"""
+
+
+@pytest.fixture
+def report(tmp_path: Path) -> Report:
+    for source, codes in EXIT_CODES.items():
+        meta = tmp_path / "mutants" / f"{source}.meta"
+        meta.parent.mkdir(parents=True, exist_ok=True)
+        meta.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": {}}))
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text(EQUIVALENTS)
+    mutants = load_mutants(tmp_path / "mutants", [BACKEND, CLUSTER, "adapters/slurm/parse.py"])
+    return Report(mutants=mutants, equivalents=load_equivalents(listed), diffs=DIFFS)
+
+
+def test_names_split_into_module_and_function() -> None:
+    assert split_name(HOLD.format(12)) == ("adapters.slurm.backend", "SlurmBackend.hold")
+    assert split_name(LATEST.format(3)) == ("adapters.slurm.backend", "_latest_incarnations")
+    assert split_name("adapters.slurm.identity.x_decode_hold__mutmut_7") == (
+        "adapters.slurm.identity",
+        "decode_hold",
+    )
+    with pytest.raises(ValueError, match="not a mutmut mutant name"):
+        split_name("adapters.slurm.backend.hold")
+
+
+def test_exit_codes_become_statuses() -> None:
+    assert [status(c) for c in (1, 3, -9, 0, 33, 5, -24, 24, None)] == [
+        KILLED,
+        KILLED,
+        KILLED,
+        SURVIVED,
+        NO_TESTS,
+        NO_TESTS,
+        TIMEOUT,
+        TIMEOUT,
+        NOT_CHECKED,
+    ]
+    assert status(-1) == "suspicious"
+
+
+def test_functions_map_to_the_goal_areas() -> None:
+    assert area_of("adapters.slurm.backend", "SlurmBackend.find") == "find"
+    assert area_of("adapters.slurm.backend", "SlurmBackend._observe") == "find"
+    assert area_of("adapters.slurm.backend", "SlurmBackend._update") == "hold"
+    assert area_of("adapters.slurm.backend", "SlurmBackend._read_back_until") == "stop"
+    assert area_of("adapters.slurm.backend", "SlurmBackend._resolve_lost_submission") == "start"
+    assert area_of("adapters.slurm.backend", "SlurmBackend.requeue") == "requeue"
+    assert area_of("adapters.slurm.backend", "_require_identity") == "identity"
+    assert area_of("adapters.slurm.identity", "parse_slurm_comment") == "identity"
+    assert area_of("adapters.memory.kube", "parse_kube_identity") == "identity"
+    assert area_of("adapters.slurm.script", "batch_submission") == "batch-script"
+    assert area_of("adapters.memory.backend", "MemoryBackend.release") == "hold"
+    assert area_of("adapters.memory.backend", "MemoryBackend.start") == "start"
+    assert area_of("adapters.slurm.backend", "SlurmBackend.command") is None
+    assert area_of("adapters.slurm.parse", "parse_squeue") is None
+    assert area_of("adapters.memory.cluster", "MemoryCluster.requeue") is None
+
+
+def test_figures_per_module_leave_equivalents_and_unrun_mutants_out(report: Report) -> None:
+    backend = report.by_module[BACKEND]
+    assert (backend.made, backend.killed, backend.survived, backend.timeout) == (8, 2, 2, 1)
+    assert (backend.no_tests, backend.not_checked, backend.equivalent) == (1, 1, 1)
+    assert backend.counted == 6  # 8 made, less 1 equivalent and 1 not run
+    assert backend.kill_rate == pytest.approx(3 / 6)  # killed or timed out
+    cluster = report.by_module[CLUSTER]
+    assert (cluster.made, cluster.killed, cluster.survived, cluster.kill_rate) == (2, 1, 1, 0.5)
+    assert "adapters/slurm/parse.py" not in report.by_module  # no results: not mutated
+    assert report.total.made == 10
+
+
+def test_figures_per_area_and_for_the_goal(report: Report) -> None:
+    hold, find = report.by_area["hold"], report.by_area["find"]
+    assert (hold.made, hold.killed, hold.survived, hold.timeout, hold.equivalent) == (4, 1, 1, 1, 1)
+    assert hold.kill_rate == pytest.approx(2 / 3)
+    assert (find.made, find.killed, find.no_tests, find.kill_rate) == (2, 1, 1, 0.5)
+    assert set(report.by_area) == {"hold", "find"}
+    assert report.goal.made == 6 and report.goal.kill_rate == pytest.approx(3 / 5)
+
+
+def test_equivalents_match_by_module_function_and_lines(report: Report) -> None:
+    assert list(report.equivalent_of) == [HOLD.format(3)]
+    [(entry, killed)] = report.detected_but_listed
+    assert killed.name == LATEST.format(1) and entry.function == "_latest_incarnations"
+    assert [e.function for e in report.unmatched] == ["SlurmBackend.stop"]
+
+
+def test_equivalents_need_every_key_and_a_reason(tmp_path: Path) -> None:
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text('[[equivalent]]\nmodule = "m"\nfunction = "f"\nremoved = "a"\nadded = "b"\n')
+    with pytest.raises(ValueError, match="equivalent #1 has no 'reason'"):
+        load_equivalents(listed)
+    listed.write_text(
+        '[[equivalent]]\nmodule = "m"\nfunction = "f"\nremoved = "a"\nadded = "b"\nreason = " "\n'
+    )
+    with pytest.raises(ValueError, match="gives no reason"):
+        load_equivalents(listed)
+
+
+def test_survivors_are_listed_goal_areas_first_with_their_diff(report: Report) -> None:
+    goal = report.survivors(goal_only=True)
+    assert [m.name for m in goal] == [HOLD.format(2), LATEST.format(2)]
+    everything = report.survivors(goal_only=False)
+    assert {m.name for m in everything} - {m.name for m in goal} == {
+        COMMAND.format(1),
+        TICK.format(2),
+    }
+    text = survivors_text(report, goal)
+    assert text.splitlines()[:3] == [
+        f"adapters.slurm.backend  SlurmBackend.hold  [hold]  survived  {HOLD.format(2)}",
+        "    - number = stamp % (HoldBound - 1) + 1",
+        "    + number = stamp % (HoldBound - 1) - 1",
+    ]
+    assert f"[find]  no tests  {LATEST.format(2)}" in text
+
+
+def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
+    text = render(report, wall_seconds=2000.0)
+    lines = text.splitlines()
+    [hold] = [line for line in lines if line.startswith("hold ")]
+    assert hold.split()[1:8] == ["4", "1", "1", "1", "0", "1", "66.7%"]
+    assert hold.endswith("goal >= 95%: NOT met")
+    [stop] = [line for line in lines if line.startswith("stop ")]
+    assert stop.endswith("goal >= 95%: -")  # no mutant in the fixture
+    [together] = [line for line in lines if line.startswith("goal areas together")]
+    assert "60.0%" in together
+    assert "equivalent: 1 mutants excluded from the denominators (3 listed" in text
+    assert f"warning: {LATEST.format(1)} is listed as equivalent" in text
+    assert "matches no mutant" in text
+    assert "wall time: 2000 s (33.3 min); budget 30 min on 2 cores: OVER" in text
+    assert "budget 30 min on 2 cores: within" in render(report, wall_seconds=600.0)
+
+
+def test_a_unified_diff_gives_its_removed_and_added_lines() -> None:
+    assert changed_lines(DIFF_HOLD_2) == (
+        ("number = stamp % (HoldBound - 1) + 1",),
+        ("number = stamp % (HoldBound - 1) - 1",),
+    )
+
+
+def test_the_plugin_takes_conformance_node_ids_off_the_command_line() -> None:
+    picked, rest = selected_items(
+        ["-x", "slurm-sim::IDENT-003", "--dispatch-harness=slurm-sim", "memory-slurm::STATE-011"]
+    )
+    assert picked == ["slurm-sim::IDENT-003", "memory-slurm::STATE-011"]
+    assert rest == ["-x", "--dispatch-harness=slurm-sim"]
+    assert selected_items(["tests/tools", "tests/x.py::test_y"]) == (
+        [],
+        ["tests/tools", "tests/x.py::test_y"],
+    )

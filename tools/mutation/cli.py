@@ -1,0 +1,239 @@
+"""``python -m tools.mutation``: run mutmut on the adapters, then print the figures.
+
+mutmut's configuration is ``[tool.mutmut]`` in pyproject.toml (the modules it mutates, and the
+conformance run it tests them with); its working directory is ``mutants/``. mutmut itself
+re-tests only the functions whose source changed since the last run. A change on the side of
+the tests (the checks, the harnesses, the simulator, the core, an adapter file that is not
+mutated) is one mutmut cannot see, so this tool fingerprints those files: when they changed,
+it has mutmut collect afresh which checks reach which function, and re-tests every mutant that
+was not killed (a new check may kill it; kills are kept, ``--fresh`` re-tests everything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from tools.mutation.report import (
+    KILLED,
+    NOT_CHECKED,
+    TIMEOUT,
+    Report,
+    changed_lines,
+    load_equivalents,
+    load_mutants,
+    render,
+    survivors_text,
+)
+
+HERE: Final = Path(__file__).resolve().parent
+EQUIVALENTS: Final = HERE / "equivalent.toml"
+MUTANTS: Final = Path("mutants")
+STATE: Final = MUTANTS / "tools-mutation.json"
+LOG: Final = MUTANTS / "mutmut-run.log"
+TEST_SIDE: Final = (
+    "conformance",
+    "simulators",
+    "dispatch_core",
+    "adapters",
+    "tools/mutation/plugin.py",
+)
+"""Where the code the checks run lives (less the mutated modules): its fingerprint says when
+the tests changed."""
+_KEPT_WHEN_TESTS_CHANGE: Final = (KILLED, TIMEOUT)
+
+
+def mutmut_config(pyproject: Path = Path("pyproject.toml")) -> dict[str, Any]:
+    config: dict[str, Any] = tomllib.loads(pyproject.read_text("utf-8"))["tool"]["mutmut"]
+    return config
+
+
+def _files(roots: Iterable[str], skip: set[str]) -> list[Path]:
+    found: list[Path] = []
+    for root in roots:
+        given = Path(root)
+        for path in [given] if given.is_file() else sorted(given.rglob("*.py")):
+            if path.as_posix() not in skip and "__pycache__" not in path.parts:
+                found.append(path)
+    return found
+
+
+def fingerprints(sources: Sequence[str]) -> dict[str, str]:
+    """``tests``: a hash of the code the checks run, less ``sources``; ``functions``: a hash of
+    the names of the functions of ``sources`` (a new one has no record of the checks that
+    reach it until mutmut collects them again)."""
+    tests = hashlib.sha256()
+    for path in _files(TEST_SIDE, set(sources)):
+        tests.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    names = hashlib.sha256()
+    for source in sources:
+        for name in _functions(ast.parse(Path(source).read_text("utf-8")).body):
+            names.update(f"{source}:{name}\n".encode())
+    return {"tests": tests.hexdigest(), "functions": names.hexdigest()}
+
+
+def _functions(body: list[ast.stmt], prefix: str = "") -> list[str]:
+    """The functions and methods of a module body (what mutmut mutates), as ``Class.name``."""
+    names: list[str] = []
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names.append(prefix + node.name)
+        elif isinstance(node, ast.ClassDef):
+            names += _functions(node.body, f"{prefix}{node.name}.")
+    return names
+
+
+def _load_state() -> dict[str, Any]:
+    try:
+        state: dict[str, Any] = json.loads(STATE.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return state
+
+
+def _reset(sources: Sequence[str], keep: tuple[str, ...]) -> int:
+    """Forget the result of every mutant whose status is not in ``keep``; how many."""
+    from tools.mutation.report import status
+
+    count = 0
+    for source in sources:
+        meta = MUTANTS / f"{source}.meta"
+        if not meta.is_file():
+            continue
+        data = json.loads(meta.read_text("utf-8"))
+        codes: dict[str, int | None] = data["exit_code_by_key"]
+        for name, code in codes.items():
+            if code is not None and status(code) not in keep:
+                codes[name] = None
+                count += 1
+        meta.write_text(json.dumps(data, indent=4), "utf-8")
+    return count
+
+
+def prepare(sources: Sequence[str], fresh: bool) -> None:
+    """Make mutmut's incremental run see the changes it cannot: see the module docstring."""
+    if fresh and MUTANTS.exists():
+        shutil.rmtree(MUTANTS)
+        print("fresh: removed mutants/ (every mutant is made and tested again)")
+    state = _load_state()
+    now = fingerprints(sources)
+    if not state or not (MUTANTS / "mutmut-stats.json").exists():
+        return
+    stats = MUTANTS / "mutmut-stats.json"
+    if state.get("tests") != now["tests"]:
+        stats.unlink()
+        count = _reset(sources, _KEPT_WHEN_TESTS_CHANGE)
+        print(
+            f"the checks' side changed since the last run: mutmut collects again which checks "
+            f"reach which function, and re-tests the {count} mutants not killed"
+        )
+    elif state.get("functions") != now["functions"]:
+        stats.unlink()
+        print("functions were added or removed: mutmut collects again which checks reach them")
+
+
+def run_mutmut(max_children: int) -> int:
+    """``mutmut run``, its output in ``mutants/mutmut-run.log``; its exit status."""
+    MUTANTS.mkdir(exist_ok=True)
+    mutmut = Path(sys.executable).parent / "mutmut"
+    argv = [str(mutmut), "run", "--max-children", str(max_children)]
+    print(f"{' '.join(argv)}  (log: {LOG})", flush=True)
+    with LOG.open("w", encoding="utf-8") as log:
+        done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        tail = LOG.read_text("utf-8", "replace").replace("\r", "\n").splitlines()[-15:]
+        print("\n".join(["mutmut run failed; the end of its log:", *tail]), file=sys.stderr)
+    return done.returncode
+
+
+def diffs(names_and_paths: Iterable[tuple[str, str]]) -> dict[str, tuple[tuple[str, ...], ...]]:
+    from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+    found: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for name, path in names_and_paths:
+        try:
+            found[name] = changed_lines(get_diff_for_mutant(name, path=path))
+        except (OSError, ValueError, KeyError):
+            continue  # a mutant mutmut no longer has the source of: shown without its diff
+    return found
+
+
+def build_report(sources: Sequence[str]) -> Report:
+    mutants = load_mutants(MUTANTS, sources)
+    wanted = [(m.name, m.path) for m in mutants if m.status not in (KILLED, NOT_CHECKED)]
+    found = diffs(wanted)
+    return Report(
+        mutants=mutants,
+        equivalents=load_equivalents(EQUIVALENTS),
+        diffs={name: (d[0], d[1]) for name, d in found.items()},
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.mutation",
+        description="Mutation testing of the adapters by the conformance suite (standard "
+        "tier, seed 0, on the simulator harnesses; never tests/): runs mutmut incrementally "
+        "(configured in [tool.mutmut] of pyproject.toml, working directory mutants/), then "
+        "prints per module and per goal area of issue 12 the mutants made, killed, survived "
+        "and timed out and the kill rate, each against its goal, and the wall time against "
+        "its budget. Equivalent mutants are listed in tools/mutation/equivalent.toml.",
+    )
+    parser.add_argument(
+        "--max-children", type=int, default=2, metavar="N", help="mutants tested at once (2)"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="remove mutants/ first: make and test every mutant"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="do not run mutmut: report the last results"
+    )
+    parser.add_argument(
+        "--survivors",
+        type=Path,
+        default=MUTANTS / "survivors.txt",
+        metavar="FILE",
+        help="where to list the mutants not killed, those of the goal areas first, each with "
+        "its diff (default mutants/survivors.txt)",
+    )
+    args = parser.parse_args(argv)
+    if not Path("pyproject.toml").is_file() or not Path("adapters").is_dir():
+        parser.error("run it from the repository's root")
+    if args.max_children < 1:
+        parser.error("--max-children must be at least 1")
+    sources: list[str] = list(mutmut_config()["only_mutate"])
+
+    wall: float | None = None
+    if not args.report_only:
+        started = time.monotonic()
+        prepare(sources, args.fresh)
+        status = run_mutmut(args.max_children)
+        wall = time.monotonic() - started
+        if status != 0:
+            return status
+        state = fingerprints(sources) | {"wall_seconds": round(wall, 1)}
+        STATE.write_text(json.dumps(state, indent=2), "utf-8")
+    report = build_report(sources)
+    print(render(report, wall))
+    goal_first = report.survivors(goal_only=True)
+    rest = [m for m in report.survivors(goal_only=False) if m not in goal_first]
+    args.survivors.parent.mkdir(parents=True, exist_ok=True)
+    args.survivors.write_text(
+        f"# mutants not killed in the goal areas ({len(goal_first)})\n"
+        + survivors_text(report, goal_first)
+        + f"\n# mutants not killed outside the goal areas ({len(rest)})\n"
+        + survivors_text(report, rest),
+        "utf-8",
+    )
+    print(f"survivors: {args.survivors} ({len(goal_first)} in the goal areas, {len(rest)} other)")
+    return 0

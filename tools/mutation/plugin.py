@@ -1,0 +1,68 @@
+"""The pytest plugin mutmut runs the conformance checks with (``-p tools.mutation.plugin``).
+
+mutmut names the tests that reach a mutated function by their node ids and passes them to
+pytest as positional arguments. A conformance item is not a file (``slurm-sim::IDENT-003``),
+so pytest would refuse it as a path; this plugin takes such arguments off the command line
+before pytest reads them (so that only the checks run, as without arguments) and keeps exactly
+those items, in the order given (mutmut orders them fastest first).
+
+During mutmut's stats run it also adds each item's *setup* time to mutmut's durations: a check
+runs in its item's setup (see :mod:`conformance.plugin`), and mutmut counts only the call
+phase, so without it every check would seem to take no time (and every timeout be the
+constant alone).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Generator
+from typing import Final
+
+import pytest
+
+CONFORMANCE_ITEM: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*::[A-Z]+-[0-9]+")
+"""A conformance item's node id: ``<harness label>::<check id>``."""
+
+_SELECTED = pytest.StashKey[list[str]]()
+
+
+def selected_items(args: list[str]) -> tuple[list[str], list[str]]:
+    """Split command-line arguments into conformance node ids (that are not paths) and the
+    rest."""
+    picked = [a for a in args if CONFORMANCE_ITEM.fullmatch(a) and not os.path.exists(a)]
+    rest = [a for a in args if a not in picked]
+    return picked, rest
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    picked, rest = selected_items(args)
+    if picked:
+        args[:] = rest
+        early_config.stash[_SELECTED] = picked
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    picked = config.stash.get(_SELECTED, None)
+    if picked is None:
+        return
+    order = {nodeid: i for i, nodeid in enumerate(picked)}
+    kept = sorted((i for i in items if i.nodeid in order), key=lambda i: order[i.nodeid])
+    dropped = [i for i in items if i.nodeid not in order]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when == "setup" and os.environ.get("MUTANT_UNDER_TEST") == "stats":
+        from mutmut.state import state
+
+        state().duration_by_test[item.nodeid] += call.duration
+    return report

@@ -1,0 +1,393 @@
+"""mutmut's results as figures: per module, per goal area, against the goal.
+
+Everything here reads files and returns text: no mutmut run, no mutmut import (its results are
+JSON files, ``mutants/<path>.meta``, whose ``exit_code_by_key`` maps each mutant's name to the
+exit status of its test run), so that a unit test can give it a fixture.
+
+A mutant's name is mutmut's: ``<module>.x_<function>__mutmut_<n>`` or
+``<module>.xǁ<Class>ǁ<method>__mutmut_<n>``. The number is its index within the function, so
+it changes when the function does; an equivalent mutant is therefore named by its module, its
+function and the lines its mutation removes and adds (see ``equivalent.toml``).
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+GOAL: Final = 0.95
+"""The issue's goal: the kill rate of the non-equivalent mutants of the goal areas."""
+BUDGET_SECONDS: Final = 30 * 60
+"""The issue's budget for a full run on 2 cores."""
+
+KILLED: Final = "killed"
+SURVIVED: Final = "survived"
+TIMEOUT: Final = "timeout"
+NO_TESTS: Final = "no tests"
+SUSPICIOUS: Final = "suspicious"
+NOT_CHECKED: Final = "not checked"
+
+_STATUS_BY_EXIT_CODE: Final[Mapping[int | None, str]] = {
+    # as mutmut 3.8.1's mutmut.stats.status_by_exit_code, with its "segfault" (-9, -11: the
+    # test run died) counted as killed, and anything it calls "suspicious" kept so
+    None: NOT_CHECKED,
+    0: SURVIVED,
+    1: KILLED,
+    3: KILLED,  # pytest's internal error
+    -9: KILLED,
+    -11: KILLED,
+    5: NO_TESTS,
+    33: NO_TESTS,
+    24: TIMEOUT,  # SIGXCPU: over the CPU or the wall-time limit
+    -24: TIMEOUT,
+    152: TIMEOUT,
+    255: TIMEOUT,
+    36: TIMEOUT,
+}
+
+
+def status(exit_code: int | None) -> str:
+    """The status of a mutant whose test run ended with ``exit_code`` (None: not run yet)."""
+    return _STATUS_BY_EXIT_CODE.get(exit_code, SUSPICIOUS)
+
+
+# -- areas ----------------------------------------------------------------------------------
+
+AREAS: Final = ("identity", "find", "hold", "stop", "requeue", "start", "batch-script")
+"""The goal areas of issue 12, in the order the report prints them."""
+
+_WHOLE_MODULE: Final[Mapping[str, str]] = {
+    "adapters.slurm.identity": "identity",
+    "adapters.memory.kube": "identity",
+    "adapters.slurm.script": "batch-script",
+}
+_BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
+    "adapters.slurm.backend": {
+        # identity: the identity check of every write (seed 001) and the ref it is made from
+        "SlurmBackend._checked": "identity",
+        "SlurmBackend._ref": "identity",
+        "_mismatch": "identity",
+        "_same_object": "identity",
+        "_require_identity": "identity",
+        "SlurmBackend.find": "find",
+        "SlurmBackend._named": "find",
+        "SlurmBackend._accounted": "find",
+        "SlurmBackend._observe": "find",
+        "_latest_incarnations": "find",
+        "SlurmBackend.hold": "hold",
+        "SlurmBackend.release": "hold",
+        "SlurmBackend._update": "hold",
+        "SlurmBackend.stop": "stop",
+        "SlurmBackend._read_back_until": "stop",
+        "SlurmBackend.requeue": "requeue",
+        "SlurmBackend.start": "start",
+        "SlurmBackend._landed": "start",
+        "SlurmBackend._resolve_lost_submission": "start",
+    },
+    "adapters.memory.backend": {
+        "MemoryBackend._identity_of": "identity",
+        "MemoryBackend._carried": "identity",
+        "MemoryBackend._checked": "identity",
+        "MemoryBackend._ref": "identity",
+        "MemoryBackend.find": "find",
+        "MemoryBackend._objects_of": "find",
+        "MemoryBackend._observe": "find",
+        "MemoryBackend.hold": "hold",
+        "MemoryBackend.release": "hold",
+        "MemoryBackend.stop": "stop",
+        "MemoryBackend.requeue": "requeue",
+        "MemoryBackend.start": "start",
+    },
+}
+
+
+def area_of(module: str, function: str) -> str | None:
+    """The goal area of ``function`` (``Class.method`` or a module function) of ``module``, or
+    None when it is in none."""
+    return _WHOLE_MODULE.get(module) or _BY_FUNCTION.get(module, {}).get(function)
+
+
+# -- mutants --------------------------------------------------------------------------------
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """``(module, function)`` of a mutmut mutant name; the function as ``Class.method`` or
+    ``function``."""
+    mangled, marker, _ = name.partition("__mutmut_")
+    if not marker:
+        raise ValueError(f"{name!r} is not a mutmut mutant name")
+    module, _, local = mangled.rpartition(".")
+    if local.startswith("xǁ"):
+        _, cls, method = local.split("ǁ", 2)
+        return module, f"{cls}.{method}"
+    if local.startswith("x_"):
+        return module, local[2:]
+    raise ValueError(f"{name!r} is not a mutmut mutant name")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    module: str
+    function: str
+    status: str
+    path: str
+    """The source file, relative to the repository (``adapters/slurm/backend.py``)."""
+
+    @property
+    def area(self) -> str | None:
+        return area_of(self.module, self.function)
+
+
+def load_mutants(mutants_dir: Path, sources: Sequence[str]) -> list[Mutant]:
+    """Every mutant of ``sources`` (paths like ``adapters/slurm/backend.py``) that
+    ``mutants_dir`` holds a result for (a source never mutated has none)."""
+    found: list[Mutant] = []
+    for source in sources:
+        meta = mutants_dir / f"{source}.meta"
+        if not meta.is_file():
+            continue
+        codes: dict[str, int | None] = json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+        for name, code in codes.items():
+            module, function = split_name(name)
+            found.append(Mutant(name, module, function, status(code), source))
+    return found
+
+
+def changed_lines(diff: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines a unified diff removes and adds, each stripped of its indentation."""
+    removed: list[str] = []
+    added: list[str] = []
+    for line in diff.splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("-"):
+            removed.append(line[1:].strip())
+        elif line.startswith("+"):
+            added.append(line[1:].strip())
+    return tuple(removed), tuple(added)
+
+
+# -- equivalent mutants -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant that no caller can tell from the original, named by its module, function and
+    the lines its mutation removes and adds (each stripped, several joined by newlines)."""
+
+    module: str
+    function: str
+    removed: str
+    added: str
+    reason: str
+
+    def matches(self, mutant: Mutant, diff: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+        return (
+            mutant.module == self.module
+            and mutant.function == self.function
+            and "\n".join(diff[0]) == self.removed.strip()
+            and "\n".join(diff[1]) == self.added.strip()
+        )
+
+
+def load_equivalents(path: Path) -> list[Equivalent]:
+    """The ``[[equivalent]]`` tables of ``path`` (module, function, removed, added, reason);
+    ValueError naming the entry when one lacks a key or its reason."""
+    data = tomllib.loads(path.read_text("utf-8"))
+    entries: list[Equivalent] = []
+    for i, entry in enumerate(data.get("equivalent", []), 1):
+        try:
+            equivalent = Equivalent(
+                module=str(entry["module"]),
+                function=str(entry["function"]),
+                removed=str(entry["removed"]),
+                added=str(entry["added"]),
+                reason=str(entry["reason"]).strip(),
+            )
+        except KeyError as missing:
+            raise ValueError(f"{path}: equivalent #{i} has no {missing}") from None
+        if not equivalent.reason:
+            raise ValueError(f"{path}: equivalent #{i} gives no reason")
+        entries.append(equivalent)
+    return entries
+
+
+# -- figures --------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    made: int = 0
+    killed: int = 0
+    survived: int = 0
+    timeout: int = 0
+    no_tests: int = 0
+    suspicious: int = 0
+    not_checked: int = 0
+    equivalent: int = 0
+    """Survivors listed as equivalent: out of the denominator."""
+
+    def add(self, status: str, equivalent: bool) -> None:
+        self.made += 1
+        if equivalent:
+            self.equivalent += 1
+        elif status == KILLED:
+            self.killed += 1
+        elif status == SURVIVED:
+            self.survived += 1
+        elif status == TIMEOUT:
+            self.timeout += 1
+        elif status == NO_TESTS:
+            self.no_tests += 1
+        elif status == NOT_CHECKED:
+            self.not_checked += 1
+        else:
+            self.suspicious += 1
+
+    @property
+    def counted(self) -> int:
+        """The denominator: the mutants made, less the equivalents and those not run yet."""
+        return self.made - self.equivalent - self.not_checked
+
+    @property
+    def kill_rate(self) -> float | None:
+        """Killed or timed out, of the counted mutants (None when none is counted)."""
+        return (self.killed + self.timeout) / self.counted if self.counted else None
+
+
+@dataclass
+class Report:
+    mutants: list[Mutant]
+    equivalents: list[Equivalent]
+    diffs: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]
+    """Removed and added lines per mutant name (needed for every mutant not killed)."""
+    by_module: dict[str, Figures] = field(default_factory=dict)
+    by_area: dict[str, Figures] = field(default_factory=dict)
+    goal: Figures = field(default_factory=Figures)
+    total: Figures = field(default_factory=Figures)
+    equivalent_of: dict[str, Equivalent] = field(default_factory=dict)
+    detected_but_listed: list[tuple[Equivalent, Mutant]] = field(default_factory=list)
+    unmatched: list[Equivalent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        used: set[int] = set()
+        for mutant in self.mutants:
+            diff = self.diffs.get(mutant.name)
+            match = None
+            if diff is not None:
+                for i, entry in enumerate(self.equivalents):
+                    if entry.matches(mutant, diff):
+                        match = i
+                        break
+            listed = match is not None and mutant.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
+            if match is not None:
+                used.add(match)
+                if listed:
+                    self.equivalent_of[mutant.name] = self.equivalents[match]
+                elif mutant.status in (KILLED, TIMEOUT):
+                    self.detected_but_listed.append((self.equivalents[match], mutant))
+            self.by_module.setdefault(mutant.path, Figures()).add(mutant.status, listed)
+            self.total.add(mutant.status, listed)
+            if mutant.area is not None:
+                self.by_area.setdefault(mutant.area, Figures()).add(mutant.status, listed)
+                self.goal.add(mutant.status, listed)
+        self.unmatched = [e for i, e in enumerate(self.equivalents) if i not in used]
+
+    def survivors(self, *, goal_only: bool) -> list[Mutant]:
+        """The mutants not killed (survived, no check reaches them, suspicious), not listed
+        as equivalent; those of the goal areas only when ``goal_only``."""
+        return [
+            m
+            for m in self.mutants
+            if m.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
+            and m.name not in self.equivalent_of
+            and (m.area is not None or not goal_only)
+        ]
+
+
+# -- text -----------------------------------------------------------------------------------
+
+
+def _rate(figures: Figures) -> str:
+    rate = figures.kill_rate
+    return "-" if rate is None else f"{100 * rate:.1f}%"
+
+
+_HEADER: Final = (
+    f"{'':<30} {'made':>5} {'killed':>6} {'survived':>8} {'timeout':>7} {'other':>5} "
+    f"{'equiv':>5} {'kill rate':>9}"
+)
+
+
+def _row(label: str, f: Figures, goal: str = "") -> str:
+    other = f.no_tests + f.suspicious + f.not_checked
+    line = (
+        f"{label:<30} {f.made:>5} {f.killed:>6} {f.survived:>8} {f.timeout:>7} {other:>5} "
+        f"{f.equivalent:>5} {_rate(f):>9}"
+    )
+    return f"{line}  {goal}" if goal else line
+
+
+def _against_goal(f: Figures) -> str:
+    rate = f.kill_rate
+    verdict = "-" if rate is None else ("met" if rate >= GOAL else "NOT met")
+    return f"goal >= {100 * GOAL:.0f}%: {verdict}"
+
+
+def render(report: Report, wall_seconds: float | None = None) -> str:
+    """The figures as text: per module, per goal area, the goal areas together, the wall time
+    against its budget."""
+    lines = ["per module (kill rate: killed or timed out, of made less equivalent)", _HEADER]
+    for path in sorted(report.by_module):
+        lines.append(_row(path, report.by_module[path]))
+    lines.append(_row("all modules", report.total))
+    lines += ["", "per goal area (issue 12)", _HEADER]
+    for area in AREAS:
+        figures = report.by_area.get(area, Figures())
+        lines.append(_row(area, figures, _against_goal(figures)))
+    lines.append(_row("goal areas together", report.goal, _against_goal(report.goal)))
+    lines.append("")
+    other = report.total.no_tests + report.total.suspicious + report.total.not_checked
+    lines.append(
+        f"other: {report.total.no_tests} reached by no check, {report.total.suspicious} "
+        f"suspicious, {report.total.not_checked} not run yet ({other})"
+    )
+    lines.append(
+        f"equivalent: {len(report.equivalent_of)} mutants excluded from the denominators "
+        f"({len(report.equivalents)} listed in equivalent.toml)"
+    )
+    for entry, mutant in report.detected_but_listed:
+        lines.append(
+            f"warning: {mutant.name} is listed as equivalent ({entry.reason}) but was "
+            f"{mutant.status}: it is not equivalent, and is counted as {mutant.status}"
+        )
+    for entry in report.unmatched:
+        lines.append(
+            f"warning: equivalent entry {entry.module} {entry.function} "
+            f"({entry.removed!r} -> {entry.added!r}) matches no mutant"
+        )
+    if report.total.not_checked:
+        lines.append(f"warning: {report.total.not_checked} mutants were not run (interrupted?)")
+    if wall_seconds is not None:
+        verdict = "within" if wall_seconds <= BUDGET_SECONDS else "OVER"
+        lines.append(
+            f"wall time: {wall_seconds:.0f} s ({wall_seconds / 60:.1f} min); budget "
+            f"{BUDGET_SECONDS // 60} min on 2 cores: {verdict}"
+        )
+    return "\n".join(lines)
+
+
+def survivors_text(report: Report, mutants: Iterable[Mutant]) -> str:
+    """One entry per mutant: module, function, area, status and mutmut's name, then the lines
+    its mutation removes (``-``) and adds (``+``)."""
+    out: list[str] = []
+    for m in mutants:
+        removed, added = report.diffs.get(m.name, ((), ()))
+        out.append(f"{m.module}  {m.function}  [{m.area or '-'}]  {m.status}  {m.name}")
+        out += [f"    - {line}" for line in removed] + [f"    + {line}" for line in added]
+    return "\n".join(out) + ("\n" if out else "")
