@@ -20,6 +20,7 @@ from conformance.checks import (
     run_check,
 )
 from conformance.harness import (
+    NEAR_DECIMALS,
     OPERATIONS,
     CannotInject,
     Fault,
@@ -32,12 +33,14 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    Signalled,
     look_alike_need,
 )
 from conformance.plugin import suite_for
 from conformance.tiers import Tier
 
 __all__ = [
+    "NEAR_DECIMALS",
     "OPERATIONS",
     "CannotInject",
     "Check",
@@ -56,6 +59,7 @@ __all__ = [
     "Outcome",
     "Probe",
     "Result",
+    "Signalled",
     "Skip",
     "Tier",
     "check",

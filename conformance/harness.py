@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from dispatch_core import Backend, Clock, JobID, JobSpec, ObjectRef
 
@@ -109,6 +109,48 @@ class LookAlike(StrEnum):
     OTHER_USER = "other_user"
     """The job's exact lookup key and a valid identity, but another user's object: ``find``
     never returns it (seed 001: "Find sees only your own jobs")."""
+    NEAR_IDENTITY = "near_identity"
+    """The job's exact lookup key, with an identity one step off the grammar: one number not
+    a canonical decimal in range (each of :data:`NEAR_DECIMALS`, in the submission or the
+    attempt), or the shape off in one place (a field repeated, reordered, renamed or left
+    trailing, as the encoding allows). A parser that is lenient anywhere takes it for the
+    job's; it is foreign, reported and never used (seed 001: "exactly that shape")."""
+
+    @property
+    def foreign(self) -> bool:
+        """Whether ``find`` must report a look-alike of this kind as foreign (the job's exact
+        key, an identity that does not parse or none) rather than not at all."""
+        return self in _FOREIGN_KINDS
+
+
+_FOREIGN_KINDS: Final = frozenset(
+    {LookAlike.UNPARSABLE_IDENTITY, LookAlike.NO_IDENTITY, LookAlike.NEAR_IDENTITY}
+)
+
+NEAR_DECIMALS: Final[tuple[tuple[str, str], ...]] = (
+    ("01", "a leading zero"),
+    ("+1", "a sign"),
+    ("-1", "a negative number"),
+    ("0", "zero (numbers start at 1)"),
+    ("1000000", "the epoch bound (numbers stay below 1,000,000)"),
+    ("9" * 40, "forty digits"),
+    (" 1", "a space before (int() strips it)"),
+    ("1 ", "a space after"),
+    ("\t1", "a tab before"),
+    ("1_0", "a digit separator (int() takes 1_0 as 10)"),
+    ("\u0661", "an Arabic-Indic digit one (int() and \\d take it)"),
+    ("\uff11", "a fullwidth digit one (int() and \\d take it)"),
+    ("1\u0661", "a 1 then an Arabic-Indic digit (\\d after an ASCII first digit)"),
+    ("\u00b9", "a superscript one (str.isdigit() is true, int() refuses it)"),
+    ("1.0", "a decimal point"),
+    ("1e0", "an exponent"),
+    ("0x1", "hexadecimal"),
+    ("", "nothing"),
+)
+"""Number texts one step off the canonical decimal grammar (DESIGN §4: canonical decimals from
+1, below the epoch bound, no leading zeros, nothing else), each with why it is off: what a
+lenient parser (Python's ``int()``, a regex's unicode ``\\d``, ``str.isdigit()``) takes for a
+number. Every harness builds its :attr:`LookAlike.NEAR_IDENTITY` forms from these."""
 
 
 class Fault(StrEnum):

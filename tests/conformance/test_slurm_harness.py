@@ -24,11 +24,12 @@ import pytest
 
 from adapters.slurm import LocalTransport, SlurmBackend
 from adapters.slurm.testing.local import LocalFaults, LocalSlurm, SlurmLocalHarness, TransportHost
-from adapters.slurm.testing.lookalikes import UNPARSABLE_COMMENTS, sibling
+from adapters.slurm.testing.lookalikes import NEAR_COMMENTS, UNPARSABLE_COMMENTS, sibling
 from adapters.slurm.testing.sim import SimFaults, SlurmSimHarness
 from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
 from conformance.harness import (
+    NEAR_DECIMALS,
     OPERATIONS,
     Fault,
     IdentityModel,
@@ -348,6 +349,7 @@ def test_every_form_of_every_look_alike_kind() -> None:
         LookAlike.UNPARSABLE_IDENTITY: len(UNPARSABLE_COMMENTS),
         LookAlike.NO_IDENTITY: 1,
         LookAlike.OTHER_USER: 1,
+        LookAlike.NEAR_IDENTITY: len(NEAR_COMMENTS),
     }
     ulid = str(job)
     names = {
@@ -372,6 +374,10 @@ def test_every_form_of_every_look_alike_kind() -> None:
     wrapped = c.faults.inject_look_alike(job, LookAlike.UNPARSABLE_IDENTITY, len(comments))
     assert c.sim.job(int(wrapped)).comment == UNPARSABLE_COMMENTS[0]
     assert "dispatch:s=01;a=1" in c.faults.describe_look_alike(LookAlike.UNPARSABLE_IDENTITY, 0)
+    near = c.faults.inject_look_alike(job, LookAlike.NEAR_IDENTITY, len(NEAR_DECIMALS) + 11)
+    assert c.sim.job(int(near)).comment == "dispatch:s=1;a=\uff11"
+    described = c.faults.describe_look_alike(LookAlike.NEAR_IDENTITY, len(NEAR_DECIMALS) + 11)
+    assert "the attempt is a fullwidth digit one" in described
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)

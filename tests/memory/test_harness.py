@@ -14,6 +14,7 @@ from adapters.memory.testing import MemoryFaults, MemoryHarness, memory_kubeflow
 from adapters.memory.testing.harness import (
     KUBE_REFUSED,
     OTHER_NAMESPACE,
+    REFUSED,
     UNPARSABLE_ANNOTATIONS,
 )
 from adapters.slurm.testing.lookalikes import UNPARSABLE_COMMENTS
@@ -80,9 +81,16 @@ def test_the_identity_model_is_what_the_kubeflow_shape_does() -> None:
 def test_what_each_shape_offers_and_lacks() -> None:
     known = set(fault_needs()) | {p.value for p in Probe}
     slurm, kubeflow = memory_slurm(), memory_kubeflow()
-    assert {n for n in known if slurm.lacks(n)} == set()
+    refused = {n: f"harness cannot inject {why}" for n, why in REFUSED.items()}
+    assert {n: slurm.lacks(n) for n in known if slurm.lacks(n)} == refused
+    assert refused == {
+        "signals": "harness cannot inject signals (the memory scheduler models no time limit "
+        "and no signal: its adapter declares PreTerminationSignal no)"
+    }
     lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
-    assert lacking == {n: f"harness cannot inject {why}" for n, why in KUBE_REFUSED.items()}
+    assert lacking == refused | {
+        n: f"harness cannot inject {why}" for n, why in KUBE_REFUSED.items()
+    }
     assert lacking[look_alike_need(LookAlike.COMMA_LIST)].startswith(
         "harness cannot inject look_alike:comma_list (a Kubernetes label value cannot hold a comma"
     )
@@ -120,9 +128,7 @@ def test_kubeflow_look_alikes_are_labels_annotations_and_namespaces() -> None:
     assert theirs.startswith(f"{OTHER_NAMESPACE}/")
     assert all(jobs[i].comment is None for i in made)
     found = {o.ref.id: o for o in backend.find(JOB)}
-    foreign = {
-        i for i, k in made.items() if k in (LookAlike.UNPARSABLE_IDENTITY, LookAlike.NO_IDENTITY)
-    }
+    foreign = {i for i, k in made.items() if k.foreign}
     assert set(found) == {ref.id} | foreign
     assert all(found[i].foreign and found[i].submission is None for i in foreign)
     assert not found[ref.id].foreign and found[ref.id].submission == 1
@@ -183,9 +189,11 @@ def test_fail_before_effect_changes_nothing(shape: str, operation: str) -> None:
 
 KUBE_SKIPS = (
     *(f"harness cannot inject {why}" for why in KUBE_REFUSED.values()),
+    *(f"harness cannot inject {why}" for why in REFUSED.values()),
     "the harness's target has no native id reuse",
     "the harness's target has no history beyond the live view",
     "adapter declares",
+    "adapter implements no Preflight",
     "the adapter is not",
     "expected failure",
 )

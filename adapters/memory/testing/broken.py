@@ -130,6 +130,20 @@ class LenientCommentParser(MemoryBackend):
         )
 
 
+_UNICODE_DIGITS: Final = re.compile(r"dispatch:s=([1-9]\d*);a=([1-9]\d*)$")
+
+
+class UnicodeDigitCommentParser(LenientCommentParser):
+    """The comment parser's pattern is strict about the shape, but its ``\\d`` takes any
+    Unicode digit after the first and its ``$`` a trailing newline (no ``re.ASCII``, no
+    fullmatch): ``dispatch:s=1\u0661;a=1`` reads as submission 11."""
+
+    @staticmethod
+    def _lenient(comment: str | None) -> tuple[int, int] | None:
+        match = _UNICODE_DIGITS.match(comment or "")
+        return (int(match[1]), int(match[2])) if match else None
+
+
 class ReleaseIgnoresNumber(MemoryBackend):
     """release frees whatever hold the object carries, whatever number it is asked to release."""
 
@@ -420,6 +434,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         FindSeesEveryUser,
     ),
     Broken(
+        "unicode_digit_comment_parser",
+        UnicodeDigitCommentParser.__doc__ or "",
+        UnicodeDigitCommentParser,
+        only=("IDENT-023",),
+    ),
+    Broken(
         "stop_assumes_timeout_landed",
         StopAssumesTimeoutLanded.__doc__ or "",
         StopAssumesTimeoutLanded,
@@ -474,6 +494,7 @@ hold_kept_in_process = _factory("hold_kept_in_process")
 start_not_idempotent = _factory("start_not_idempotent")
 case_insensitive_identity_check = _factory("case_insensitive_identity_check")
 find_sees_every_user = _factory("find_sees_every_user")
+unicode_digit_comment_parser = _factory("unicode_digit_comment_parser")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")

@@ -29,6 +29,7 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike_forms,
 )
 from conformance.harness import (
+    NEAR_DECIMALS,
     OPERATIONS,
     CannotInject,
     Fault,
@@ -68,6 +69,7 @@ _EVERY_SHAPE: Final = frozenset(
         look_alike_need(LookAlike.CASE_VARIANT),
         look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
         look_alike_need(LookAlike.NO_IDENTITY),
+        look_alike_need(LookAlike.NEAR_IDENTITY),
         look_alike_need(LookAlike.OTHER_USER),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
@@ -120,6 +122,13 @@ UNPARSABLE_ANNOTATIONS: Final[tuple[tuple[str | None, str | None], ...]] = (
     ("1", None),
     (None, "1"),
 )
+NEAR_ANNOTATIONS: Final[tuple[tuple[str, str, str], ...]] = (
+    *((text, "1", f"the submission is {why}") for text, why in NEAR_DECIMALS),
+    *(("1", text, f"the attempt is {why}") for text, why in NEAR_DECIMALS),
+    ("1\n", "1", "the submission has a newline after it (a regex's $ takes it)"),
+)
+"""The kubeflow shape's near identities: each annotation's value replaced by each near decimal
+in turn (:attr:`LookAlike.NEAR_IDENTITY`)."""
 """(dispatch/submission, dispatch/attempt) annotation values a strict parser refuses (None: the
 annotation is missing): leading zeros, zero, a sign, spaces, a fraction, out of range, no
 number, empty, one of the two missing."""
@@ -209,6 +218,8 @@ class MemoryFaults(FaultInjector):
             return len(CASE_FORMS)
         if kind is LookAlike.UNPARSABLE_IDENTITY:
             return len(UNPARSABLE_ANNOTATIONS)
+        if kind is LookAlike.NEAR_IDENTITY:
+            return len(NEAR_ANNOTATIONS)
         return 1
 
     def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
@@ -222,6 +233,12 @@ class MemoryFaults(FaultInjector):
             return (
                 f"the job's label, annotations {ANNOTATION_SUBMISSION}={submission!r} "
                 f"{ANNOTATION_ATTEMPT}={attempt!r}"
+            )
+        if kind is LookAlike.NEAR_IDENTITY:
+            submission, attempt, why = NEAR_ANNOTATIONS[index]
+            return (
+                f"the job's label, annotations {ANNOTATION_SUBMISSION}={submission!r} "
+                f"{ANNOTATION_ATTEMPT}={attempt!r} ({why})"
             )
         if kind is LookAlike.NO_IDENTITY:
             return "the job's label, no dispatch annotations"
@@ -267,6 +284,9 @@ class MemoryFaults(FaultInjector):
                 )
                 if value is not None
             }
+        elif kind is LookAlike.NEAR_IDENTITY:
+            submission, attempt, _ = NEAR_ANNOTATIONS[index]
+            annotations = {ANNOTATION_SUBMISSION: submission, ANNOTATION_ATTEMPT: attempt}
         elif kind is LookAlike.NO_IDENTITY:
             annotations = {}
         elif kind is LookAlike.OTHER_USER:

@@ -31,6 +31,7 @@ from adapters.slurm.parse import (
     requeue_allowed,
 )
 from adapters.slurm.testing.lookalikes import (
+    NEAR_COMMENTS,
     describe_slurm_look_alike,
     slurm_look_alike,
     slurm_look_alike_forms,
@@ -65,7 +66,11 @@ LOCAL_OFFERS: Final = frozenset(
         Fault.LOSE_IDENTITY_HISTORY,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
-        *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.OTHER_USER),
+        *(
+            look_alike_need(kind)
+            for kind in LookAlike
+            if kind not in (LookAlike.OTHER_USER, LookAlike.NEAR_IDENTITY)
+        ),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
     ]
@@ -81,6 +86,10 @@ LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
     "job on it)",
     look_alike_need(LookAlike.OTHER_USER): OTHER_USER_REFUSED,
+    look_alike_need(LookAlike.NEAR_IDENTITY): "harness cannot inject look_alike:near_identity "
+    f"({len(NEAR_COMMENTS)} look-alikes, each a held job of the real cluster, do not fit its id "
+    "space beside the suite's own; the comment parser they try is the code the simulator "
+    "harnesses run: IDENT-004 tries the unparsable comments here)",
     Probe.SIGNALS: "harness cannot inject signals (a real Slurm's time limits are whole "
     "minutes, enforced up to a minute late, so a job that is signalled and then killed holds "
     "a CPU of the shared cluster for over two real minutes; the adapter's preflight probes "

@@ -14,7 +14,7 @@ from typing import Final
 from ulid import ULID
 
 from adapters.slurm.identity import slurm_comment
-from conformance.harness import CannotInject, LookAlike, look_alike_need
+from conformance.harness import NEAR_DECIMALS, CannotInject, LookAlike, look_alike_need
 from dispatch_core import JobID
 
 UNPARSABLE_COMMENTS: Final = (
@@ -33,6 +33,29 @@ UNPARSABLE_COMMENTS: Final = (
 """Comments a strict parser refuses (seed 001: exactly that shape, canonical decimals): a
 leading zero, an extra field, a missing one, no prefix, a leading zero in the attempt, spaces
 after, before and inside, the prefix's case, a sign, and no shape at all."""
+
+NEAR_SHAPES: Final = (
+    ("dispatch:a=1;s=1", "the fields reordered"),
+    ("dispatch:s=1;a=1;", "a trailing separator"),
+    ("dispatch:s=1;s=2;a=1", "the submission repeated"),
+    ("dispatch:s=1;a=1;a=2", "the attempt repeated"),
+    ("dispatch:S=1;A=1", "the keys in upper case"),
+    ("dispatch:s=1,a=1", "a comma for the semicolon"),
+    ("dispatch:s:1;a:1", "colons for the equals signs"),
+    ("dispatch:s=1;attempt=1", "the attempt's key spelled out"),
+    ("dispatch::s=1;a=1", "the colon doubled"),
+    ("Dispatch:s=1;a=1", "the prefix capitalised"),
+    ("xdispatch:s=1;a=1", "a letter before the prefix"),
+    ("dispatch:s=1;a=1dispatch:s=2;a=1", "a second identity run on"),
+)
+"""Comments whose shape is one step off ``dispatch:s=<N>;a=<attempt>``, each with what is off."""
+NEAR_COMMENTS: Final = (
+    *((f"dispatch:s={text};a=1", f"the submission is {why}") for text, why in NEAR_DECIMALS),
+    *((f"dispatch:s=1;a={text}", f"the attempt is {why}") for text, why in NEAR_DECIMALS),
+    *NEAR_SHAPES,
+)
+"""Every near-identity comment (:attr:`LookAlike.NEAR_IDENTITY`): each number of the valid
+comment replaced by each near decimal in turn, then each near shape."""
 
 CASE_FORMS: Final = ("name in lower case", "DJ- and the ULID", "Dj- and the ULID", "DJ- lower")
 COMMA_FORMS: Final = ("name,other", "other,name", "name,")
@@ -64,6 +87,8 @@ def slurm_look_alike_forms(kind: LookAlike) -> int:
         return len(COMMA_FORMS)
     if kind is LookAlike.UNPARSABLE_IDENTITY:
         return len(UNPARSABLE_COMMENTS)
+    if kind is LookAlike.NEAR_IDENTITY:
+        return len(NEAR_COMMENTS)
     return 1
 
 
@@ -85,6 +110,8 @@ def slurm_look_alike(
         return SlurmLookAlike(lists[index], valid)
     if kind is LookAlike.UNPARSABLE_IDENTITY:
         return SlurmLookAlike(name, UNPARSABLE_COMMENTS[index])
+    if kind is LookAlike.NEAR_IDENTITY:
+        return SlurmLookAlike(name, NEAR_COMMENTS[index][0])
     if kind is LookAlike.NO_IDENTITY:
         return SlurmLookAlike(name, "")
     if kind is LookAlike.OTHER_USER:
@@ -101,6 +128,9 @@ def describe_slurm_look_alike(kind: LookAlike, variant: int = 0) -> str:
         return f"named with a comma list ({COMMA_FORMS[index]}), comment dispatch:s=1;a=1"
     if kind is LookAlike.UNPARSABLE_IDENTITY:
         return f"the job's name, commented {UNPARSABLE_COMMENTS[index]!r}"
+    if kind is LookAlike.NEAR_IDENTITY:
+        comment, why = NEAR_COMMENTS[index]
+        return f"the job's name, commented {comment!r} ({why})"
     if kind is LookAlike.NO_IDENTITY:
         return "the job's name, no comment"
     if kind is LookAlike.OTHER_USER:
@@ -111,6 +141,8 @@ def describe_slurm_look_alike(kind: LookAlike, variant: int = 0) -> str:
 __all__ = [
     "CASE_FORMS",
     "COMMA_FORMS",
+    "NEAR_COMMENTS",
+    "NEAR_SHAPES",
     "OTHER_USER",
     "UNPARSABLE_COMMENTS",
     "SlurmLookAlike",

@@ -129,7 +129,7 @@ class Injected:
     def foreign(self) -> bool:
         """Whether find must report it as foreign (it has the job's exact key and an identity
         that does not parse, or none), rather than not at all."""
-        return self.kind in (LookAlike.UNPARSABLE_IDENTITY, LookAlike.NO_IDENTITY)
+        return self.kind.foreign
 
 
 ObjectState = tuple[bool, int | None, int | None]
