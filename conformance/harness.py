@@ -325,6 +325,11 @@ class Host:
         """Remove the directory tree at ``path`` (a scratch directory)."""
         raise CannotInject(Probe.HOST_PATHS.value)
 
+    def make_dir(self, path: str) -> None:
+        """Make the directory ``path`` (inside a scratch directory; any bytes but NUL in its
+        name): a work directory a check names."""
+        raise CannotInject(Probe.HOST_PATHS.value)
+
 
 class LocalHost(Host):
     """This machine's filesystem: for a target whose jobs run here (a simulator, the memory
@@ -348,6 +353,9 @@ class LocalHost(Host):
 
     def remove(self, path: str) -> None:
         shutil.rmtree(path)
+
+    def make_dir(self, path: str) -> None:
+        os.mkdir(path)
 
 
 # -- the harness ---------------------------------------------------------------------------------

@@ -132,8 +132,8 @@ class LocalSlurm:
 
 class TransportHost(Host):
     """The cluster's filesystem through the harness's own commands (``mktemp -d``, ``test -e``,
-    ``cat``, ``realpath``, ``rm -rf``), so it works wherever the transport reaches: this host,
-    a login node over SSH, a container."""
+    ``cat``, ``realpath``, ``rm -rf``, ``mkdir``), so it works wherever the transport reaches:
+    this host, a login node over SSH, a container."""
 
     def __init__(self, command: Callable[[list[str]], subprocess.CompletedProcess[str]]) -> None:
         self.command = command
@@ -172,6 +172,11 @@ class TransportHost(Host):
         done = self._run("rm", "-rf", "--", path)
         if done.returncode != 0:
             raise RuntimeError(f"rm -rf {path} on the cluster failed: {done.stderr.strip()}")
+
+    def make_dir(self, path: str) -> None:
+        done = self._run("mkdir", "--", path)
+        if done.returncode != 0:
+            raise RuntimeError(f"mkdir {path!r} on the cluster failed: {done.stderr.strip()}")
 
 
 JOB_COMMAND_SCRIPT: Final = """\
