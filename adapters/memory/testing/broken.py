@@ -277,6 +277,17 @@ class HoldKeptInProcess(MemoryBackend):
         return seen.model_copy(update={"state": State.HELD, "hold": carried})
 
 
+class EmptyCommentIsUnknown(MemoryBackend):
+    """An object with the job's name and an empty comment is read as one whose identity was
+    lost (submission unknown, not foreign), as accounting without ``job_comment`` shows it,
+    though it is live and its comment was never written."""
+
+    def _identity_of(self, job: Job) -> tuple[int, int] | None:
+        if self.shape == "slurm" and not self.cluster.shown_comment(job):
+            return None
+        return super()._identity_of(job)
+
+
 class StopAssumesTimeoutLanded(MemoryBackend):
     """stop takes a cancel that timed out for one that landed: it returns without reading
     the object back, which is still running (as ``scancel`` retried never, nor checked)."""
@@ -439,6 +450,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         UnicodeDigitCommentParser,
         only=("IDENT-023",),
     ),
+    Broken("empty_comment_is_unknown", EmptyCommentIsUnknown.__doc__ or "", EmptyCommentIsUnknown),
     Broken(
         "stop_assumes_timeout_landed",
         StopAssumesTimeoutLanded.__doc__ or "",
@@ -495,6 +507,7 @@ start_not_idempotent = _factory("start_not_idempotent")
 case_insensitive_identity_check = _factory("case_insensitive_identity_check")
 find_sees_every_user = _factory("find_sees_every_user")
 unicode_digit_comment_parser = _factory("unicode_digit_comment_parser")
+empty_comment_is_unknown = _factory("empty_comment_is_unknown")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
