@@ -17,6 +17,13 @@ import pytest
 from adapters.memory import Execution, Job, MemoryBackend, MemoryCluster
 from adapters.memory.kube import ANNOTATION_ATTEMPT, ANNOTATION_SUBMISSION
 from adapters.memory.tables import Shape
+from adapters.memory.testing.broken import (
+    CaseInsensitiveIdentityCheck,
+    HoldAssumesTimeoutLanded,
+    RequeueAssumesTimeoutLanded,
+    StopAssumesTimeoutLanded,
+    UnicodeDigitCommentParser,
+)
 from adapters.memory.testing.harness import OFFERS, SLURM_SHAPE, MemoryFaults, MemoryHarness
 from adapters.slurm.identity import slurm_comment
 from conformance.checks import REGISTRY, Check, Outcome, Result, Tier, checks, run_check
@@ -63,8 +70,8 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
     ids = [c.id for c in found]
     assert ids == sorted(ids)
     assert {c.suite for c in found} == {"identity", "hold"}
-    assert [i for i in ids if i.startswith("IDENT-")] == [f"IDENT-{n:03}" for n in range(1, 20)]
-    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 8)]
+    assert [i for i in ids if i.startswith("IDENT-")] == [f"IDENT-{n:03}" for n in range(1, 24)]
+    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 9)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
         assert c.clause.startswith(("seed 00", "DESIGN §")), c.id
@@ -97,6 +104,7 @@ def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
         "IDENT-008",  # id reuse: a UID is never reused
         "IDENT-009",
         "IDENT-010",
+        "IDENT-022",
         "HOLD-005",
     }
 
@@ -541,6 +549,13 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (HoldRunningConflicts, "kubeflow", {"HOLD-006"}),
     (ReleaseWithoutHold, "slurm", {"HOLD-004", "HOLD-007"}),
     (RejectsPendingHold, "slurm", {"HOLD-001", "HOLD-002", "HOLD-003", "HOLD-004", "HOLD-007"}),
+    (StopAssumesTimeoutLanded, "slurm", {"IDENT-020"}),
+    (StopAssumesTimeoutLanded, "kubeflow", {"IDENT-020"}),
+    (RequeueAssumesTimeoutLanded, "slurm", {"IDENT-021"}),
+    (HoldAssumesTimeoutLanded, "slurm", {"HOLD-008"}),
+    (HoldAssumesTimeoutLanded, "kubeflow", {"HOLD-008"}),
+    (CaseInsensitiveIdentityCheck, "slurm", {"IDENT-022"}),
+    (UnicodeDigitCommentParser, "slurm", {"IDENT-023"}),
 ]
 
 

@@ -8,7 +8,9 @@ expected::
     pytest --dispatch-harness=adapters.memory.testing.broken:lenient_comment_parser
 
 A conforming suite fails every one of them with a message that names the rule broken;
-``tests/conformance/test_kill_rate.py`` checks that and prints the kill rate.
+``tests/conformance/test_kill_rate.py`` checks that and prints the kill rate. Bugs only the real
+Slurm adapter can have (its batch script, its preflight) are in
+:mod:`adapters.slurm.testing.broken`.
 """
 
 from __future__ import annotations
@@ -277,17 +279,6 @@ class HoldKeptInProcess(MemoryBackend):
         return seen.model_copy(update={"state": State.HELD, "hold": carried})
 
 
-class EmptyCommentIsUnknown(MemoryBackend):
-    """An object with the job's name and an empty comment is read as one whose identity was
-    lost (submission unknown, not foreign), as accounting without ``job_comment`` shows it,
-    though it is live and its comment was never written."""
-
-    def _identity_of(self, job: Job) -> tuple[int, int] | None:
-        if self.shape == "slurm" and not self.cluster.shown_comment(job):
-            return None
-        return super()._identity_of(job)
-
-
 class StopAssumesTimeoutLanded(MemoryBackend):
     """stop takes a cancel that timed out for one that landed: it returns without reading
     the object back, which is still running (as ``scancel`` retried never, nor checked)."""
@@ -340,16 +331,6 @@ class CaseInsensitiveIdentityCheck(MemoryBackend):
         if mismatch is not None:
             raise NotFound(f"{self.name}: job {ref.id} is not the ref's: {mismatch}")
         return job
-
-
-class FindSeesEveryUser(MemoryBackend):
-    """find lists every user's objects of the job's name (``squeue --name`` without
-    ``--me``), so another user's object with the job's name and a valid comment is the job's."""
-
-    def _objects_of(self, job_id: JobID) -> list[Job]:
-        name = job_id.discovery_name()
-        others = [j for j in self.cluster.jobs.values() if j.owner != "me" and j.name == name]
-        return [*super()._objects_of(job_id), *others]
 
 
 class OpenIgnoresHistory(MemoryBackend):
@@ -440,17 +421,11 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-022",),
     ),
     Broken(
-        "find_sees_every_user",
-        FindSeesEveryUser.__doc__ or "",
-        FindSeesEveryUser,
-    ),
-    Broken(
         "unicode_digit_comment_parser",
         UnicodeDigitCommentParser.__doc__ or "",
         UnicodeDigitCommentParser,
         only=("IDENT-023",),
     ),
-    Broken("empty_comment_is_unknown", EmptyCommentIsUnknown.__doc__ or "", EmptyCommentIsUnknown),
     Broken(
         "stop_assumes_timeout_landed",
         StopAssumesTimeoutLanded.__doc__ or "",
@@ -505,9 +480,7 @@ rules_in_table_order = _factory("rules_in_table_order")
 hold_kept_in_process = _factory("hold_kept_in_process")
 start_not_idempotent = _factory("start_not_idempotent")
 case_insensitive_identity_check = _factory("case_insensitive_identity_check")
-find_sees_every_user = _factory("find_sees_every_user")
 unicode_digit_comment_parser = _factory("unicode_digit_comment_parser")
-empty_comment_is_unknown = _factory("empty_comment_is_unknown")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
