@@ -37,6 +37,7 @@ from conformance.harness import (
     Host,
     IdentityModel,
     Probe,
+    Signalled,
     fault_needs,
 )
 from conformance.tiers import Tier
@@ -338,13 +339,14 @@ def harness_crash(error: BaseException | None) -> HarnessCrash | None:
 
 class GuardedHarness(Harness[Backend]):
     """A harness as :func:`run_check` hands it to a check. An exception out of a call into it
-    (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``, ``close``) or
-    into its fault injector, other than :class:`Skip`, :class:`CannotInject`,
-    :class:`HarnessUnavailable` and :class:`CheckFailed`, is marked with the call and raised
-    on as it is, so that a check that tolerates it (a stateful program tolerates a fault that
-    did not apply) still can; one that ends the check, or causes its failure, makes the
-    outcome the harness's error (:func:`harness_crash`). ``reopen`` is the adapter's own
-    re-opening in all but name: what it raises stays the adapter's."""
+    (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``,
+    ``pre_termination_spec``, ``signals``, ``inventory``, ``close``) or into its fault
+    injector, other than :class:`Skip`, :class:`CannotInject`, :class:`HarnessUnavailable`
+    and :class:`CheckFailed`, is marked with the call and raised on as it is, so that a
+    check that tolerates it (a stateful program tolerates a fault that did not apply) still
+    can; one that ends the check, or causes its failure, makes the outcome the harness's
+    error (:func:`harness_crash`). ``reopen`` is the adapter's own re-opening in all but name:
+    what it raises stays the adapter's."""
 
     def __init__(self, inner: Harness[Any]) -> None:
         self.inner = inner
@@ -407,6 +409,17 @@ class GuardedHarness(Harness[Backend]):
 
     def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
         return self.guard("executions()", lambda: self.inner.executions(backend, ref))
+
+    def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
+        return self.guard(
+            "pre_termination_spec()", lambda: self.inner.pre_termination_spec(spec, lead, limit)
+        )
+
+    def signals(self, backend: Backend, ref: ObjectRef) -> Signalled:
+        return self.guard("signals()", lambda: self.inner.signals(backend, ref))
+
+    def inventory(self, backend: Backend) -> Sequence[str]:
+        return self.guard("inventory()", lambda: self.inner.inventory(backend))
 
     def close(self) -> None:
         self.guard("close()", self.inner.close)
@@ -486,6 +499,17 @@ class Context:
         return [
             [dict(env) for env in ranks] for ranks in self.harness.executions(self.backend, ref)
         ]
+
+    def signals(self, ref: ObjectRef) -> Signalled:
+        """What the processes of the object's first execution were sent before their end (the
+        harness's :meth:`Harness.signals`)."""
+        signalled: Signalled = self.harness.signals(self.backend, ref)
+        return signalled
+
+    def inventory(self) -> set[str]:
+        """The native ids of the user's objects on the target that have not ended (the
+        harness's :meth:`Harness.inventory`)."""
+        return set(self.harness.inventory(self.backend))
 
     def job_id(self) -> JobID:
         """A new job id: the harness clock's time, and randomness drawn from the check's seed."""

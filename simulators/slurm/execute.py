@@ -122,6 +122,33 @@ class ExecuteMode:
             return
         self.ended(job, self.reap(running, self.timeout))
 
+    def on_signal(self, job: Job) -> None:
+        """The controller sent ``job``, whose script runs on (:attr:`running`), its
+        ``--signal``: by default it is delivered (:meth:`deliver`), and the job ends a second
+        later with the script's status once the script exits (within ``timeout``; killed
+        then). A subclass may decide otherwise what the signal does to the job."""
+        running = self.running[job.job_id]
+        self.deliver(job, running)
+        status = self._reap(running, self.timeout)
+        if status is not None:
+            del self.running[job.job_id]
+            self._ended(job, status, after=1)
+
+    def deliver(self, job: Job, running: Running) -> None:
+        """Send ``job``'s script the signal the controller last sent the job: to the batch
+        shell for ``B:``, else to its process group (the steps are the shell's children)."""
+        # Virtual time may reach the signal an instant after the start: give the script the
+        # moment of real time it needs to install its traps, as a real minute would.
+        settle = running.started + self.settle - time.monotonic()
+        if settle > 0:
+            time.sleep(settle)
+        number, scope = job.signals[-1][1], job.signals[-1][2]
+        with contextlib.suppress(ProcessLookupError):
+            if scope == "batch":
+                running.process.send_signal(number)
+            else:
+                os.killpg(running.process.pid, number)
+
     def launch(self, job: Job) -> Running | None:
         """Start ``job``'s script in its own process group, its output to its output files
         (with ``rank_env_dir``, its tasks' environments recorded); None when its output file
@@ -145,22 +172,7 @@ class ExecuteMode:
         if event == "start":
             self.on_start(job)
         elif event == "signal" and job.job_id in self.running:
-            running = self.running[job.job_id]
-            # Virtual time may reach the signal an instant after the start: give the script
-            # the moment of real time it needs to install its traps, as a real minute would.
-            settle = running.started + self.settle - time.monotonic()
-            if settle > 0:
-                time.sleep(settle)
-            number, scope = job.signals[-1][1], job.signals[-1][2]
-            with contextlib.suppress(ProcessLookupError):
-                if scope == "batch":
-                    running.process.send_signal(number)
-                else:  # the steps are the shell's children, in its process group
-                    os.killpg(running.process.pid, number)
-            status = self._reap(running, self.timeout)
-            if status is not None:
-                del self.running[job.job_id]
-                self._ended(job, status, after=1)
+            self.on_signal(job)
         elif event in ("end", "requeue") and job.job_id in self.running:
             running = self.running.pop(job.job_id)
             with contextlib.suppress(ProcessLookupError):

@@ -8,6 +8,12 @@ harnesses.
   environment is recorded.
 - ``slurm-sim-nocomment``: the same cluster without ``AccountingStoreFlags=job_comment``.
 
+Both ask for a pre-termination signal through the adapter's ``slurm.TimeLimit`` and
+``slurm.Signal`` and read, from the controller, when a job was signalled and when it ended
+(:data:`~conformance.harness.Probe.SIGNALS`); list the user's unfinished jobs
+(:data:`~conformance.harness.Probe.INVENTORY`); and let a check run the adapter's preflight,
+whose waits cost no real time here (:data:`~conformance.harness.Probe.PREFLIGHT`).
+
 The adapter reaches the simulator only through its transport (:class:`SimCluster`), as it
 reaches a real Slurm; faults act as the scheduler, an administrator or another user would,
 through the simulator's own fault and command APIs, never through the adapter under test.
@@ -66,8 +72,8 @@ suite goes on without it (ample for ``true``, ``echo``, ``pwd``)."""
 START_BOUND: Final = 5.0
 """Real seconds a batch script has to reach srun (or end) before the suite goes on."""
 SIGNAL_GRACE: Final = 5.0
-"""Real seconds a script still running when its ``--signal`` comes has to exit on it (a trap
-that cleans up and exits) before its job runs on to its time limit."""
+"""Real seconds a script still running when its ``--signal`` comes has to act on it (a trap
+that writes what it saw and exits) before the suite goes on."""
 SIGNAL: Final = "USR1"
 """The pre-termination signal the harness asks for (to the job's steps, as ``--signal``
 without ``B:`` sends it)."""
@@ -114,8 +120,8 @@ class HarnessExecute(ExecuteMode):
     still running :data:`COMMAND_GRACE` real seconds after its tasks were recorded runs on in
     the background until its job ends or is requeued (then it is killed, as slurmd would), or
     until the cluster is dropped. In virtual time a started job runs until a fault, a stop or
-    its time limit ends it, whatever its command does; a job's ``--signal`` ends it only when
-    its script still runs then and exits on the signal (:meth:`on_signal`)."""
+    its time limit ends it, whatever its command does, its ``--signal`` included
+    (:meth:`on_signal`)."""
 
     def __init__(self, sim: SlurmSim, rank_env_dir: Path) -> None:
         super().__init__(sim, default_run=FOREVER, rank_env_dir=rank_env_dir)
@@ -134,22 +140,19 @@ class HarnessExecute(ExecuteMode):
             self.running[job.job_id] = running
 
     def on_signal(self, job: Job) -> None:
-        """A script still running when its ``--signal`` comes gets it, and one that exits on it
-        within :data:`SIGNAL_GRACE` real seconds ends its job a second later with its status.
-        Otherwise (it ignores the signal, or its command had ended already in real time) the
-        job runs on in virtual time until its time limit or a fault ends it, as every job of
-        the harness does, whatever its command does."""
+        """A script still running when its ``--signal`` comes gets it, and has
+        :data:`SIGNAL_GRACE` real seconds to act on it (a trap that writes what it saw and
+        exits) before virtual time goes on. The job runs on until its time limit, a fault or a
+        stop ends it, as every job of the harness does, whatever its script does: so a job
+        whose command ended at once in real time is signalled, then killed at its limit, as a
+        job whose command runs on would be."""
         running = self.running[job.job_id]
-        if running.process.poll() is not None:
-            return
+        if not _runs(running):
+            return  # its command ended already: nothing to signal
         self.deliver(job, running)
         deadline = time.monotonic() + SIGNAL_GRACE
-        while running.process.poll() is None:
-            if time.monotonic() >= deadline:
-                return
+        while _runs(running) and time.monotonic() < deadline:
             time.sleep(0.002)
-        del self.running[job.job_id]
-        self.ended(job, self.reap(running, None), after=1)
 
     def _exits(self, running: Running, job: Job) -> bool:
         """Whether the script ends within its grace (a bounded real-time wait)."""
@@ -166,6 +169,18 @@ class HarnessExecute(ExecuteMode):
                 return False
             time.sleep(0.002)
         return True
+
+
+def _runs(running: Running) -> bool:
+    """Whether any process of the script's process group (its steps included) still runs."""
+    running.process.poll()  # reap the script itself once it has ended
+    try:
+        os.killpg(running.process.pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _kill_all(running: dict[int, Running]) -> None:
