@@ -5,7 +5,9 @@
   (proceed on yes, Unsupported with the reason otherwise), each rule (an enforcer per the seed,
   or a refusal), the native offer's consistency, the identity weakening recorded;
 - a declared yes verified by behaviour: the working directory, the ranks per node, the output
-  path and holds are honoured. A declared yes that behaviour contradicts fails, never skips.
+  path, holds, accounting history (an end read late) and the pre-termination signal are
+  honoured. A declared yes that behaviour contradicts fails, never skips;
+- preflight: bounded, leaving nothing it submitted behind, every answer probed.
 """
 
 from __future__ import annotations
@@ -13,20 +15,24 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import CannotInject, Fault, Probe
+from conformance.steps import call, found, long_spec, look, run
 from conformance.suites.clauses import SEED_000
 from conformance.tiers import Tier
 from dispatch_core import (
     IMAGE,
     OUTPUT,
     Capability,
+    Cause,
     Conflict,
     DispatchError,
     Enforcer,
     Holder,
     IdentityWeakener,
+    JobID,
     JobSpec,
     NativeOffer,
     NativePolicyCompiler,
@@ -36,10 +42,13 @@ from dispatch_core import (
     OutputReader,
     PlanOption,
     Policy,
+    Preflight,
+    PreflightOptions,
     Rejected,
     Rule,
     RuleKind,
     RuleSupport,
+    Source,
     State,
     Support,
     Tristate,
@@ -826,4 +835,224 @@ def holds_work(ctx: Context) -> None:
     ctx.expect(
         seen.state is not State.HELD and seen.hold is None,
         f"after release(ref, {number}), open() shows the object {seen.state} with hold {seen.hold}",
+    )
+
+
+# -- AccountingHistory: an end read late ----------------------------------------------------------
+
+LATE_EXIT: Final = 42
+"""The exit code of the object whose failure is read late (distinctive: no default gives it)."""
+
+
+@check(
+    "CAP-017",
+    clause=f"{BEHAVIOUR_CLAUSE}: AccountingHistory, an end can be read late",
+    needs=Needs(
+        capabilities=(Capability.ACCOUNTING_HISTORY,),
+        faults=(Fault.LET_RUN, Fault.FINISH, Fault.PURGE),
+    ),
+    verifies=(Capability.ACCOUNTING_HISTORY,),
+)
+def end_read_late(ctx: Context) -> None:
+    """A declared AccountingHistory yes is honoured: a purged object's end is read late."""
+    ended: list[tuple[JobID, ObjectRef, int, int]] = []
+    # One fails with a distinctive exit code (as submission 2, a later submission of its job),
+    # one succeeds; both end, then both leave the live view.
+    for exit_code, submission in ((LATE_EXIT, 2), (0, 1)):
+        plan = ctx.plan(long_spec(ctx))
+        ref = ctx.start(plan, submission=submission, attempt=1)
+        run(ctx, ref)
+        ended.append((plan.job, ref, exit_code, submission))
+    for _job, ref, exit_code, _submission in ended:
+        ctx.faults.finish(ref, exit_code)
+    for _job, ref, _exit_code, _submission in ended:
+        ctx.faults.purge(ref)
+    for job, ref, exit_code, submission in ended:
+        expect_read_late(ctx, job, ref, exit_code, submission)
+
+
+def expect_read_late(ctx: Context, job: JobID, ref: ObjectRef, code: int, submission: int) -> None:
+    """open and find of the object that ended with exit code ``code`` and left the live view
+    show its end, and find reports it as the job's own, with its submission."""
+    what = f"the object {ref.id} that exited {code} and then left the live view"
+    try:
+        seen = ctx.backend.open(ref)
+    except NotFound as error:
+        ctx.fail(
+            f"declares AccountingHistory yes, but open() of {what} raised NotFound ({error}): "
+            "its end cannot be read late"
+        )
+        return
+    except DispatchError as error:
+        ctx.fail(f"open() of {what} raised {type(error).__name__} ({error})")
+        return
+    ctx.expect(
+        seen.state.ended,
+        f"declares AccountingHistory yes, but open() of {what} showed it {seen.state}, not ended",
+    )
+    if code == 0:
+        ctx.expect(
+            seen.state is State.SUCCEEDED and seen.exit_code in (0, None),
+            f"open() of {what} showed it {seen.state} (cause {seen.cause}, exit code "
+            f"{seen.exit_code}), not succeeded",
+        )
+    else:
+        ctx.expect(
+            (seen.state, seen.cause, seen.exit_code) == (State.FAILED, Cause.EXIT_CODE, code),
+            f"open() of {what} showed it {seen.state} with cause {seen.cause} and exit code "
+            f"{seen.exit_code}, not failed with cause exit_code and exit code {code}",
+        )
+    shown = found(ctx, job, "after its object ended and left the live view").get(ref.id)
+    if shown is None:
+        ctx.fail(f"declares AccountingHistory yes, but find({job}) dropped {what} (open reads it)")
+        return
+    ctx.expect(not shown.foreign, f"find({job}) reported {what} as foreign: it is the job's own")
+    ctx.expect(
+        (shown.submission, shown.attempt) == (submission, 1),
+        f"find({job}) reported {what} with submission {shown.submission} and attempt "
+        f"{shown.attempt}, not the submission {submission} and attempt 1 it was started as",
+    )
+    ctx.expect(
+        shown.state is seen.state,
+        f"find({job}) reported {what} {shown.state}, while open() showed it {seen.state}",
+    )
+
+
+# -- PreTerminationSignal: a signal, and time to act on it, before the kill ------------------------
+
+SIGNAL_LEAD: Final = 120
+"""Seconds before its time limit that the check's job asks for its pre-termination signal."""
+SIGNAL_LIMIT: Final = 600
+"""The check's job's time limit, in seconds (whole minutes, as some schedulers need)."""
+
+
+@check(
+    "CAP-018",
+    clause=f"{BEHAVIOUR_CLAUSE}: PreTerminationSignal, a signal and time to act before the kill",
+    needs=Needs(
+        capabilities=(Capability.PRE_TERMINATION_SIGNAL,),
+        faults=(Fault.LET_RUN,),
+        probes=(Probe.SIGNALS,),
+    ),
+    verifies=(Capability.PRE_TERMINATION_SIGNAL,),
+)
+def pre_termination_signal_honoured(ctx: Context) -> None:
+    """A declared PreTerminationSignal yes is honoured: a signal comes well before the kill."""
+    spec = ctx.harness.pre_termination_spec(ctx.spec(), SIGNAL_LEAD, SIGNAL_LIMIT)
+    declared_yes(ctx, spec, Capability.PRE_TERMINATION_SIGNAL)
+    asked = f"a signal {SIGNAL_LEAD} s before its {SIGNAL_LIMIT} s time limit"
+    ref = ctx.start(ctx.plan(spec))
+    run(ctx, ref)
+    started = ctx.clock.now()
+
+    def ended() -> Observation | None:
+        seen = look(ctx, ref, "while the job runs to its time limit")
+        return seen if seen.state.ended else None
+
+    seen = ctx.wait_until(
+        ended, f"open({ref.id}) showing the job that asked for {asked} ended", SIGNAL_LIMIT + 300
+    )
+    signalled = ctx.signals(ref)
+    end = signalled.ended if signalled.ended is not None else ctx.clock.now()
+    ran = f"{end - started:.0f} s after they started"
+    ctx.expect(
+        bool(signalled.received),
+        f"declares PreTerminationSignal yes, but the processes of a job that asked for {asked} "
+        f"received no signal before they ended, {ran}",
+    )
+    first = signalled.received[0]
+    ctx.expect(
+        end - first >= SIGNAL_LEAD / 2,
+        f"declares PreTerminationSignal yes, but the processes of a job that asked for {asked} "
+        f"got their first signal only {end - first:.0f} s before they ended ({ran}): no time "
+        "to act on it",
+    )
+    ctx.expect(
+        (seen.state, seen.cause) == (State.FAILED, Cause.TIMEOUT),
+        f"open() showed the job that ran to its time limit ({ran}) {seen.state} with cause "
+        f"{seen.cause}, not failed with cause timeout",
+    )
+
+
+# -- preflight ------------------------------------------------------------------------------------
+
+PREFLIGHT_BOUND: Final = 5.0
+"""The bound per probe the check gives preflight (seconds of the cluster's clock): small, so that
+a probe that takes longer is cut short and what it submitted must be cleaned up, and so that a
+preflight that ignores its bound overruns. A probe answers one capability or more, so a
+preflight may take at most this bound for each of its answers, and one more for the rest
+(reading the configuration, submitting, cancelling)."""
+
+
+@check(
+    "CAP-019",
+    clause=(
+        f"{SEED_000}, Support is three-valued: probed, the adapter tested it on this cluster, "
+        "in its preflight; dispatch_core.spi.Preflight"
+    ),
+    needs=Needs(interfaces=(Preflight,), probes=(Probe.PREFLIGHT, Probe.INVENTORY)),
+)
+def preflight_bounded_and_clean(ctx: Context) -> None:
+    """preflight keeps to its bound, leaves nothing it submitted unfinished, and answers probed."""
+    backend = ctx.backend
+    assert isinstance(backend, Preflight)  # the check's interface need
+    if ctx.harness.lacks(Probe.HOST_PATHS) is None:
+        probe_dir = ctx.scratch_dir()
+    else:
+        probe_dir = PreflightOptions().probe_dir
+    before = ctx.inventory()
+    lines: list[str] = []
+    options = PreflightOptions(probe_dir=probe_dir, bound=PREFLIGHT_BOUND, progress=lines.append)
+    clock = ctx.clock
+    started = clock.now()
+    answers = call(ctx, f"preflight(bound={PREFLIGHT_BOUND:g})", lambda: backend.preflight(options))
+    took = clock.now() - started
+    said = f" (its last progress line: {lines[-1]!r})" if lines else ""
+    ctx.expect(
+        isinstance(answers, Mapping)
+        and all(isinstance(c, Capability) and isinstance(a, Support) for c, a in answers.items()),
+        f"preflight() returned {answers!r}, not a dict of Capability to Support",
+    )
+    allowed = PREFLIGHT_BOUND * (len(answers) + 1)
+    ctx.expect(
+        took <= allowed,
+        f"preflight(bound={PREFLIGHT_BOUND:g}) took {took:.0f} s of the cluster's clock for "
+        f"{len(answers)} answers, more than its bound per probe allows ({allowed:g} s: a bound "
+        f"for each answer's probe and one for the rest){said}",
+    )
+
+    def cleaned() -> bool | None:
+        return not (ctx.inventory() - before) or None
+
+    try:
+        ctx.wait_until(cleaned, "the preflight's probe objects ending", PREFLIGHT_BOUND)
+    except CheckFailed:
+        left = sorted(ctx.inventory() - before)
+        ctx.fail(
+            f"preflight(bound={PREFLIGHT_BOUND:g}) left {len(left)} object(s) it submitted "
+            f"queued or running on the cluster ({', '.join(left)}), {PREFLIGHT_BOUND:g} s "
+            f"after it returned: a preflight removes what it submitted{said}"
+        )
+    wrong = [
+        f"{c} {a.value} with source {a.source}" + ("" if a.reason else " and no reason")
+        for c, a in answers.items()
+        if a.source is not Source.PROBED or not a.reason
+    ]
+    ctx.expect(
+        not wrong,
+        f"preflight answered {'; '.join(wrong)}: each of its answers is probed, with a reason "
+        "saying what the probe saw",
+    )
+    later = backend.capabilities(None)
+    stale = [
+        f"{c} {later[c].value} ({later[c].source}), not the probed {a.value}"
+        if c in later
+        else f"nothing for {c}"
+        for c, a in answers.items()
+        if c not in later or (later[c].value, later[c].source) != (a.value, a.source)
+    ]
+    ctx.expect(
+        not stale,
+        f"after preflight, capabilities(None) answers {'; '.join(stale)}: it does not reflect "
+        "what the preflight probed",
     )

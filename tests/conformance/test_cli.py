@@ -827,6 +827,8 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "the harness's target has no native id reuse",
         "the harness's target has no history beyond the live view",
         "harness cannot inject look_alike:comma_list",
+        "harness cannot inject signals",
+        "harness cannot inject preflight",
         "adapter declares ",
         "the adapter is not a NativePolicyCompiler",
     )

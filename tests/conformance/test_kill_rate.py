@@ -1,24 +1,43 @@
 """The proof of strength: every registered check runs against every deliberately broken adapter
-of ``adapters.memory.testing.broken``; each one must fail at least one check whose message names the rule
-it broke. The kill rate (killed / total), and which checks kill which adapter, are printed."""
+of ``adapters.memory.testing.broken`` (and every standard-tier check against each broken Slurm
+adapter of ``adapters.slurm.testing.broken``, on the simulator); each one must fail at least one
+check whose message names the rule it broke. The kill rate (killed / total), and which checks
+kill which adapter, are printed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from adapters.memory.testing.broken import BY_NAME, CATALOGUE
+from adapters.memory.testing import broken as memory_broken
+from adapters.memory.testing.broken import BY_NAME as MEMORY_BY_NAME
+from adapters.slurm.testing import broken as slurm_broken
 from conformance.checks import Outcome, Result, checks, run_check
 from conformance.harnesses import load_harness
 
 SEED = 0
 
+CATALOGUES: dict[str, tuple[str, tuple[Any, ...]]] = {
+    memory_broken.__name__: ("full", tuple(memory_broken.CATALOGUE)),
+    # The full tier's long stateful programs take minutes per adapter on the simulator.
+    slurm_broken.__name__: ("standard", tuple(slurm_broken.CATALOGUE)),
+}
+"""Each catalogue's module, the tier run against its adapters, and its entries."""
+CATALOGUE: list[Any] = [broken for _tier, entries in CATALOGUES.values() for broken in entries]
+BY_NAME: dict[str, Any] = {broken.name: broken for broken in CATALOGUE}
+MODULE: dict[str, str] = {
+    broken.name: module for module, (_tier, entries) in CATALOGUES.items() for broken in entries
+}
+assert len(BY_NAME) == len(CATALOGUE), "a broken adapter's name is in two catalogues"
+
 
 @pytest.fixture(scope="module")
 def outcomes() -> dict[str, list[Result]]:
-    selected = checks("full")
     return {
-        broken.name: [run_check(check, broken.harness(), SEED) for check in selected]
-        for broken in CATALOGUE
+        broken.name: [run_check(check, broken.harness(), SEED) for check in checks(tier)]
+        for tier, entries in CATALOGUES.values()
+        for broken in entries
     }
 
 
@@ -61,8 +80,8 @@ def test_kill_rate(outcomes: dict[str, list[Result]], capsys: pytest.CaptureFixt
 
 @pytest.mark.parametrize("name", [broken.name for broken in CATALOGUE])
 def test_each_broken_adapter_is_a_module_factory_harness(name: str) -> None:
-    harness = load_harness(f"adapters.memory.testing.broken:{name}")
-    assert harness.name == f"adapters.memory.testing.broken:{name}"
+    harness = load_harness(f"{MODULE[name]}:{name}")
+    assert harness.name == f"{MODULE[name]}:{name}"
     backend = harness.new_backend()
     assert type(harness.reopen(backend)) is type(backend), "a reopen keeps the adapter broken"
 
@@ -72,7 +91,7 @@ def test_a_broken_adapter_is_otherwise_the_memory_adapter() -> None:
     results = {
         r.check.id: r
         for r in (
-            run_check(c, BY_NAME["rules_in_table_order"].harness(), SEED)
+            run_check(c, MEMORY_BY_NAME["rules_in_table_order"].harness(), SEED)
             for c in checks("full", ["CAP-", "STATE-"])
         )
     }
