@@ -66,11 +66,7 @@ LOCAL_OFFERS: Final = frozenset(
         Fault.LOSE_IDENTITY_HISTORY,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
-        *(
-            look_alike_need(kind)
-            for kind in LookAlike
-            if kind not in (LookAlike.OTHER_USER, LookAlike.NEAR_IDENTITY)
-        ),
+        *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.NEAR_IDENTITY),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
     ]
@@ -78,14 +74,16 @@ LOCAL_OFFERS: Final = frozenset(
 """What slurm-local may offer; :meth:`SlurmLocalHarness.lacks` asks the cluster's
 configuration for the needs that depend on it (purge and id reuse on MinJobAge and MaxJobId,
 lose_identity_history on the accounting's flags)."""
+OTHER_USER: Final = "nobody"
+"""Whose job an other-user look-alike is: root submits it with ``sbatch --uid`` (Slurm 22.05
+lets root submit as another user; the job stays held and never runs)."""
 OTHER_USER_REFUSED: Final = (
-    "harness cannot inject look_alike:other_user (slurm-local submits as its own user: "
-    "another user's job needs that user's login on the cluster)"
+    "harness cannot inject look_alike:other_user (slurm-local runs as a user other than root, "
+    "and only root may submit another user's job, with sbatch --uid)"
 )
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
     "job on it)",
-    look_alike_need(LookAlike.OTHER_USER): OTHER_USER_REFUSED,
     look_alike_need(LookAlike.NEAR_IDENTITY): "harness cannot inject look_alike:near_identity "
     f"({len(NEAR_COMMENTS)} look-alikes, each a held job of the real cluster, do not fit its id "
     "space beside the suite's own; the comment parser they try is the code the simulator "
@@ -210,9 +208,9 @@ class LocalFaults(FaultInjector):
     cluster: let run (by waiting), finish (the harness's job command exits with the code
     asked), requeue underneath (``scontrol requeue``), purge (by waiting past MinJobAge), id
     reuse (driving the id counter around MaxJobId with held filler jobs), lost replies,
-    timeouts before effect and look-alike jobs of the harness's own user. Losing a node cannot
-    be done to one job alone, another user's job cannot be made, and identities are lost from
-    history only where the cluster's accounting keeps no comments."""
+    timeouts before effect and look-alike jobs (another user's only when the harness runs as
+    root). Losing a node cannot be done to one job alone, and identities are lost from history
+    only where the cluster's accounting keeps no comments."""
 
     def __init__(self, harness: SlurmLocalHarness, backend: SlurmBackend) -> None:
         self.harness = harness
@@ -414,12 +412,14 @@ class LocalFaults(FaultInjector):
         requeued: bool = False,
     ) -> str:
         """A held job of the look-alike's name and comment, submitted as the harness's user
-        (released, run and requeued when ``requeued``); :attr:`LookAlike.OTHER_USER` cannot be
-        made (see :data:`OTHER_USER_REFUSED`)."""
+        (released, run and requeued when ``requeued``); :attr:`LookAlike.OTHER_USER` as
+        :data:`OTHER_USER`, which only root can (see :data:`OTHER_USER_REFUSED`)."""
         form = slurm_look_alike(job_id, kind, variant, other)
-        if form.other_user:
-            raise CannotInject(OTHER_USER_REFUSED.removeprefix("harness cannot inject "))
         argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
+        if form.other_user:
+            if os.geteuid() != 0:
+                raise CannotInject(OTHER_USER_REFUSED.removeprefix("harness cannot inject "))
+            argv.append(f"--uid={OTHER_USER}")
         if form.comment:
             argv.append(f"--comment={form.comment}")
         argv += ["--output=/dev/null", "--time=15", "--hold"]
@@ -598,6 +598,8 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         refused = LOCAL_REFUSED.get(need)
         if refused is not None:
             return refused
+        if need == look_alike_need(LookAlike.OTHER_USER) and os.geteuid() != 0:
+            return OTHER_USER_REFUSED
         lacking = super().lacks(need)
         if lacking is not None:
             return lacking
