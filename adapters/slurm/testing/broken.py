@@ -16,6 +16,7 @@ check each was written for, alone, catches it.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Final
 
 from adapters.slurm import SlurmBackend
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
+from dispatch_core import ObjectRef, Plan
 
 # -- broken adapters ----------------------------------------------------------------------------
 
@@ -49,6 +51,39 @@ class PreflightLeavesProbeJobs(SlurmBackend):
     ) -> subprocess.CompletedProcess[str]:
         if op == "preflight" and "scancel" in argv:
             return subprocess.CompletedProcess(list(argv), 0, "", "")
+        return super().command(op, argv, stdin)
+
+
+class EnvDoubleQuoted(SlurmBackend):
+    """The batch script exports the spec's env values in double quotes instead of through
+    ``shlex.quote``: a ``$(...)``, a backtick or a ``"`` in a value is the shell's."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        self._env = dict(plan.spec.env)
+        return super().start(plan, submission, attempt)
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        if op == "sbatch" and stdin is not None:
+            for name, value in getattr(self, "_env", {}).items():
+                quoted = f"export {name}={shlex.quote(value)}"
+                stdin = stdin.replace(quoted, f'export {name}="{value}"')
+        return super().command(op, argv, stdin)
+
+
+class WorkDirCdInScript(SlurmBackend):
+    """The work directory is entered by a ``cd`` in the batch script, its path unquoted,
+    instead of through ``sbatch --chdir``: a space, a quote or a ``$`` in it is the shell's."""
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        chdir = [arg for arg in argv if arg.startswith("--chdir=")]
+        if op == "sbatch" and stdin is not None and chdir:
+            argv = [arg for arg in argv if not arg.startswith("--chdir=")]
+            first, _, rest = stdin.partition("\n")
+            stdin = f"{first}\ncd {chdir[0].removeprefix('--chdir=')}\n{rest}"
         return super().command(op, argv, stdin)
 
 
@@ -102,6 +137,13 @@ class BrokenSimHarness(SlurmSimHarness):
 
 
 CATALOGUE: Final[Sequence[Broken]] = (
+    Broken("env_double_quoted", EnvDoubleQuoted.__doc__ or "", EnvDoubleQuoted, only=("SAFE-001",)),
+    Broken(
+        "work_dir_cd_in_script",
+        WorkDirCdInScript.__doc__ or "",
+        WorkDirCdInScript,
+        only=("SAFE-001",),
+    ),
     Broken("signal_dropped", SignalDropped.__doc__ or "", SignalDropped, only=("CAP-018",)),
     Broken(
         "preflight_leaves_probe_jobs",
@@ -126,6 +168,8 @@ def _factory(name: str) -> Callable[[], BrokenSimHarness]:
 
 signal_dropped = _factory("signal_dropped")
 preflight_leaves_probe_jobs = _factory("preflight_leaves_probe_jobs")
+env_double_quoted = _factory("env_double_quoted")
+work_dir_cd_in_script = _factory("work_dir_cd_in_script")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]
