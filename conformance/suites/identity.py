@@ -37,6 +37,7 @@ from dispatch_core import (
     Capability,
     DispatchError,
     EncodingError,
+    EpochBound,
     ExecutionIdentity,
     JobID,
     JobSpec,
@@ -361,6 +362,47 @@ def lost_start_reply(ctx: Context) -> None:
     seen = found(ctx, plan.job, "after the lost reply and the second start")
     ids = sorted(i for i, o in seen.items() if not o.foreign)
     ctx.expect(ids == [ref.id], f"find returned objects {ids} for one submission started twice")
+
+
+@check("IDENT-024", clause=f"{SEED_000}, Execution identity; DESIGN §4: N and R below 1,000,000")
+def start_refuses_numbers_out_of_range(ctx: Context) -> None:
+    """start refuses a submission or attempt outside [1, 1,000,000) and makes no object for it."""
+    plan = ctx.plan(long_spec(ctx))
+    last = EpochBound - 1
+    for submission, attempt in ((0, 1), (1, 0), (-1, 1), (EpochBound, 1), (1, EpochBound)):
+        try:
+            made = ctx.start(plan, submission=submission, attempt=attempt)
+        except DispatchError:
+            continue
+        ctx.fail(
+            f"start(submission={submission}, attempt={attempt}) made {ref_text(made)}: both "
+            f"numbers must be in [1, {EpochBound})"
+        )
+    edge = call(
+        ctx,
+        f"start(submission={last}, attempt={last})",
+        lambda: ctx.start(plan, submission=last, attempt=last),
+    )
+    seen = found(ctx, plan.job, "after the refused starts and one at the bound")
+    ctx.expect(
+        sorted(seen) == [edge.id],
+        f"find returned {sorted(seen)} after refused starts and one start at the bound "
+        f"({edge.id}): a refused start made an object",
+    )
+    shown = seen.get(edge.id)
+    ctx.expect(
+        shown is not None and (shown.submission, shown.attempt) == (last, last),
+        f"find reported the start at the bound with submission and attempt "
+        f"{(shown.submission, shown.attempt) if shown else None}, not {(last, last)}",
+    )
+
+
+@check("IDENT-025", clause=f"{SEED_001}, The identity check; DESIGN §4, ObjectRef: its cluster")
+def a_ref_of_another_cluster_is_not_found(ctx: Context) -> None:
+    """A ref naming another cluster is never this adapter's: writes through it act on nothing."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    elsewhere = ref.model_copy(update={"backend": f"{ref.backend}-elsewhere"})
+    writes_act_on_nothing(ctx, elsewhere, ref)
 
 
 # -- writes after id reuse ------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from adapters.memory.tables import Shape
 from adapters.memory.testing.broken import (
     CaseInsensitiveIdentityCheck,
     HoldAssumesTimeoutLanded,
+    IgnoresRefCluster,
+    NumbersUnchecked,
     RequeueAssumesTimeoutLanded,
     StopAssumesTimeoutLanded,
     UnicodeDigitCommentParser,
@@ -70,7 +72,7 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
     ids = [c.id for c in found]
     assert ids == sorted(ids)
     assert {c.suite for c in found} == {"identity", "hold"}
-    assert [i for i in ids if i.startswith("IDENT-")] == [f"IDENT-{n:03}" for n in range(1, 24)]
+    assert [i for i in ids if i.startswith("IDENT-")] == [f"IDENT-{n:03}" for n in range(1, 26)]
     assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 9)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
@@ -556,6 +558,9 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (HoldAssumesTimeoutLanded, "kubeflow", {"HOLD-008"}),
     (CaseInsensitiveIdentityCheck, "slurm", {"IDENT-022"}),
     (UnicodeDigitCommentParser, "slurm", {"IDENT-023"}),
+    (NumbersUnchecked, "slurm", {"IDENT-024"}),
+    (IgnoresRefCluster, "slurm", {"IDENT-025"}),
+    (IgnoresRefCluster, "kubeflow", {"IDENT-025"}),
 ]
 
 

@@ -28,6 +28,7 @@ from adapters.slurm.identity import HoldBase, slurm_comment
 from dispatch_core import (
     Capability,
     Conflict,
+    EpochBound,
     ExecutionIdentity,
     HoldBound,
     JobID,
@@ -279,6 +280,31 @@ class HoldKeptInProcess(MemoryBackend):
         return seen.model_copy(update={"state": State.HELD, "hold": carried})
 
 
+class NumbersUnchecked(MemoryBackend):
+    """start writes any submission and attempt into the comment, 0, negatives and
+    1,000,000 included, instead of refusing them."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        if 0 < submission < EpochBound and 0 < attempt < EpochBound:
+            return super().start(plan, submission, attempt)
+        self.cluster.tick()
+        comment = f"dispatch:s={submission};a={attempt}"
+        return self._ref(
+            self.cluster.submit(plan.job.discovery_name(), comment, plan.spec, plan.job)
+        )
+
+
+class IgnoresRefCluster(MemoryBackend):
+    """The identity check leaves out the ref's cluster: a ref of another cluster with this
+    one's id, name and submit time is taken for this cluster's object."""
+
+    def _checked(self, ref: ObjectRef) -> Job:
+        return super()._checked(ref.model_copy(update={"backend": self.name}))
+
+    def _resolve(self, ref: ObjectRef) -> Job:
+        return super()._resolve(ref.model_copy(update={"backend": self.name}))
+
+
 class StopAssumesTimeoutLanded(MemoryBackend):
     """stop takes a cancel that timed out for one that landed: it returns without reading
     the object back, which is still running (as ``scancel`` retried never, nor checked)."""
@@ -427,6 +453,15 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-023",),
     ),
     Broken(
+        "numbers_unchecked", NumbersUnchecked.__doc__ or "", NumbersUnchecked, only=("IDENT-024",)
+    ),
+    Broken(
+        "ignores_ref_cluster",
+        IgnoresRefCluster.__doc__ or "",
+        IgnoresRefCluster,
+        only=("IDENT-025",),
+    ),
+    Broken(
         "stop_assumes_timeout_landed",
         StopAssumesTimeoutLanded.__doc__ or "",
         StopAssumesTimeoutLanded,
@@ -481,6 +516,8 @@ hold_kept_in_process = _factory("hold_kept_in_process")
 start_not_idempotent = _factory("start_not_idempotent")
 case_insensitive_identity_check = _factory("case_insensitive_identity_check")
 unicode_digit_comment_parser = _factory("unicode_digit_comment_parser")
+numbers_unchecked = _factory("numbers_unchecked")
+ignores_ref_cluster = _factory("ignores_ref_cluster")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
