@@ -210,7 +210,7 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     text = render(report, wall_seconds=2000.0)
     lines = text.splitlines()
     [hold] = [line for line in lines if line.startswith("hold ")]
-    assert hold.split()[1:8] == ["4", "1", "1", "1", "0", "1", "66.7%"]
+    assert hold.split()[1:10] == ["4", "1", "1", "1", "0", "0", "1", "0", "66.7%"]
     assert hold.endswith("goal >= 95%: NOT met")
     [stop] = [line for line in lines if line.startswith("stop ")]
     assert stop.endswith("goal >= 95%: -")  # no mutant in the fixture
@@ -235,7 +235,16 @@ def test_the_plugin_takes_conformance_node_ids_off_the_command_line() -> None:
         ["-x", "slurm-sim::IDENT-003", "--dispatch-harness=slurm-sim", "memory-slurm::STATE-011"]
     )
     assert picked == ["slurm-sim::IDENT-003", "memory-slurm::STATE-011"]
-    assert rest == ["-x", "--dispatch-harness=slurm-sim"]
+    assert rest == ["-x", "--dispatch-harness=slurm-sim"]  # memory-slurm is not loaded: kept
+
+
+def test_the_plugin_loads_only_the_harnesses_of_the_items_it_keeps() -> None:
+    harnesses = ["--dispatch-harness=slurm-sim", "--dispatch-harness=memory-slurm", "-q"]
+    assert selected_items([*harnesses, "memory-slurm::HOLD-001"]) == (
+        ["memory-slurm::HOLD-001"],
+        ["--dispatch-harness=memory-slurm", "-q"],
+    )
+    assert selected_items(harnesses) == ([], harnesses)
     assert selected_items(["tests/tools", "tests/x.py::test_y"]) == (
         [],
         ["tests/tools", "tests/x.py::test_y"],

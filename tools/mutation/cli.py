@@ -142,14 +142,16 @@ def prepare(sources: Sequence[str], fresh: bool) -> None:
         print("functions were added or removed: mutmut collects again which checks reach them")
 
 
-def run_mutmut(max_children: int) -> int:
-    """``mutmut run``, its output in ``mutants/mutmut-run.log``; its exit status."""
+def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
+    """``mutmut run`` (of the mutants ``names``, or of every one not yet tested), its output in
+    ``mutants/mutmut-run.log``; its exit status."""
     MUTANTS.mkdir(exist_ok=True)
     mutmut = Path(sys.executable).parent / "mutmut"
     argv = [str(mutmut), "run", "--max-children", str(max_children)]
-    print(f"{' '.join(argv)}  (log: {LOG})", flush=True)
+    shown = " ".join(argv) + (f" <{len(names)} mutants>" if names else "")
+    print(f"{shown}  (log: {LOG})", flush=True)
     with LOG.open("w", encoding="utf-8") as log:
-        done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run([*argv, *names], stdout=log, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
         tail = LOG.read_text("utf-8", "replace").replace("\r", "\n").splitlines()[-15:]
         print("\n".join(["mutmut run failed; the end of its log:", *tail]), file=sys.stderr)
@@ -199,6 +201,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report-only", action="store_true", help="do not run mutmut: report the last results"
     )
     parser.add_argument(
+        "--areas-only",
+        action="store_true",
+        help="test only the goal areas' mutants that have no result yet (after a first full "
+        "run: the quicker loop while writing checks; the other modules keep their results)",
+    )
+    parser.add_argument(
         "--survivors",
         type=Path,
         default=MUTANTS / "survivors.txt",
@@ -217,19 +225,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.report_only:
         started = time.monotonic()
         prepare(sources, args.fresh)
-        status = run_mutmut(args.max_children)
+        names: list[str] = []
+        if args.areas_only:
+            known = load_mutants(MUTANTS, sources)
+            names = [m.name for m in known if m.area is not None and m.status == NOT_CHECKED]
+            if known and not names:
+                print("--areas-only: every mutant of the goal areas has a result")
+        status = run_mutmut(args.max_children, names) if names or not args.areas_only else 0
         wall = time.monotonic() - started
         if status != 0:
             return status
         state = fingerprints(sources) | {"wall_seconds": round(wall, 1)}
         STATE.write_text(json.dumps(state, indent=2), "utf-8")
     report = build_report(sources)
-    print(render(report, wall))
+    figures = render(report, wall)
+    print(figures)
     goal_first = report.survivors(goal_only=True)
     rest = [m for m in report.survivors(goal_only=False) if m not in goal_first]
     args.survivors.parent.mkdir(parents=True, exist_ok=True)
     args.survivors.write_text(
-        f"# mutants not killed in the goal areas ({len(goal_first)})\n"
+        "".join(f"# {line}".rstrip() + "\n" for line in figures.splitlines())
+        + f"\n# mutants not killed in the goal areas ({len(goal_first)})\n"
         + survivors_text(report, goal_first)
         + f"\n# mutants not killed outside the goal areas ({len(rest)})\n"
         + survivors_text(report, rest),

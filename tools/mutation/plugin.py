@@ -4,7 +4,9 @@ mutmut names the tests that reach a mutated function by their node ids and passe
 pytest as positional arguments. A conformance item is not a file (``slurm-sim::IDENT-003``),
 so pytest would refuse it as a path; this plugin takes such arguments off the command line
 before pytest reads them (so that only the checks run, as without arguments) and keeps exactly
-those items, in the order given (mutmut orders them fastest first).
+those items, in the order given (mutmut orders them fastest first). It also drops the
+``--dispatch-harness`` options of the harnesses none of them is on (loading a harness takes
+time, and mutmut starts pytest once per mutant).
 
 During mutmut's stats run it also adds each item's *setup* time to mutmut's durations: a check
 runs in its item's setup (see :mod:`conformance.plugin`), and mutmut counts only the call
@@ -27,11 +29,23 @@ CONFORMANCE_ITEM: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]*::[A-Z]+-[0-9]
 _SELECTED = pytest.StashKey[list[str]]()
 
 
+HARNESS_OPTION: Final = "--dispatch-harness="
+
+
 def selected_items(args: list[str]) -> tuple[list[str], list[str]]:
     """Split command-line arguments into conformance node ids (that are not paths) and the
-    rest."""
+    rest, less the ``--dispatch-harness=NAME`` options of harnesses no node id is on."""
     picked = [a for a in args if CONFORMANCE_ITEM.fullmatch(a) and not os.path.exists(a)]
     rest = [a for a in args if a not in picked]
+    if picked:
+        harnesses = {nodeid.rpartition("::")[0] for nodeid in picked}
+        given = {a.removeprefix(HARNESS_OPTION) for a in rest if a.startswith(HARNESS_OPTION)}
+        if harnesses <= given:
+            rest = [
+                a
+                for a in rest
+                if not a.startswith(HARNESS_OPTION) or a.removeprefix(HARNESS_OPTION) in harnesses
+            ]
     return picked, rest
 
 

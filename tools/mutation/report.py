@@ -137,6 +137,8 @@ class Mutant:
     status: str
     path: str
     """The source file, relative to the repository (``adapters/slurm/backend.py``)."""
+    seconds: float = 0.0
+    """How long its test run took (wall time of one worker; 0 when it did not run)."""
 
     @property
     def area(self) -> str | None:
@@ -151,10 +153,13 @@ def load_mutants(mutants_dir: Path, sources: Sequence[str]) -> list[Mutant]:
         meta = mutants_dir / f"{source}.meta"
         if not meta.is_file():
             continue
-        codes: dict[str, int | None] = json.loads(meta.read_text("utf-8"))["exit_code_by_key"]
+        data = json.loads(meta.read_text("utf-8"))
+        codes: dict[str, int | None] = data["exit_code_by_key"]
+        seconds: dict[str, float] = data.get("durations_by_key", {})
         for name, code in codes.items():
             module, function = split_name(name)
-            found.append(Mutant(name, module, function, status(code), source))
+            took = seconds.get(name, 0.0) if code is not None else 0.0
+            found.append(Mutant(name, module, function, status(code), source, took))
     return found
 
 
@@ -231,9 +236,16 @@ class Figures:
     not_checked: int = 0
     equivalent: int = 0
     """Survivors listed as equivalent: out of the denominator."""
+    seconds: float = 0.0
+    """Worker seconds the test runs of these mutants took."""
+    survivor_seconds: float = 0.0
+    """Of which the runs of the mutants not killed (every check that reaches them runs)."""
 
-    def add(self, status: str, equivalent: bool) -> None:
+    def add(self, status: str, equivalent: bool, seconds: float = 0.0) -> None:
         self.made += 1
+        self.seconds += seconds
+        if status in (SURVIVED, SUSPICIOUS):
+            self.survivor_seconds += seconds
         if equivalent:
             self.equivalent += 1
         elif status == KILLED:
@@ -291,11 +303,12 @@ class Report:
                     self.equivalent_of[mutant.name] = self.equivalents[match]
                 elif mutant.status in (KILLED, TIMEOUT):
                     self.detected_but_listed.append((self.equivalents[match], mutant))
-            self.by_module.setdefault(mutant.path, Figures()).add(mutant.status, listed)
-            self.total.add(mutant.status, listed)
+            took = mutant.seconds
+            self.by_module.setdefault(mutant.path, Figures()).add(mutant.status, listed, took)
+            self.total.add(mutant.status, listed, took)
             if mutant.area is not None:
-                self.by_area.setdefault(mutant.area, Figures()).add(mutant.status, listed)
-                self.goal.add(mutant.status, listed)
+                self.by_area.setdefault(mutant.area, Figures()).add(mutant.status, listed, took)
+                self.goal.add(mutant.status, listed, took)
         self.unmatched = [e for i, e in enumerate(self.equivalents) if i not in used]
 
     def survivors(self, *, goal_only: bool) -> list[Mutant]:
@@ -318,17 +331,38 @@ def _rate(figures: Figures) -> str:
     return "-" if rate is None else f"{100 * rate:.1f}%"
 
 
-_HEADER: Final = (
-    f"{'':<30} {'made':>5} {'killed':>6} {'survived':>8} {'timeout':>7} {'other':>5} "
-    f"{'equiv':>5} {'kill rate':>9}"
+_COLUMNS: Final = (
+    ("made", 5),
+    ("killed", 6),
+    ("survived", 8),
+    ("timeout", 7),
+    ("no check", 8),
+    ("odd", 3),
+    ("equiv", 5),
+    ("not run", 7),
+    ("kill rate", 9),
+    ("worker s", 8),
+    ("on surv.", 8),
 )
+_HEADER: Final = f"{'':<30} " + " ".join(f"{name:>{width}}" for name, width in _COLUMNS)
 
 
 def _row(label: str, f: Figures, goal: str = "") -> str:
-    other = f.no_tests + f.suspicious + f.not_checked
-    line = (
-        f"{label:<30} {f.made:>5} {f.killed:>6} {f.survived:>8} {f.timeout:>7} {other:>5} "
-        f"{f.equivalent:>5} {_rate(f):>9}"
+    cells = (
+        f.made,
+        f.killed,
+        f.survived,
+        f.timeout,
+        f.no_tests,
+        f.suspicious,
+        f.equivalent,
+        f.not_checked,
+        _rate(f),
+        f"{f.seconds:.0f}",
+        f"{f.survivor_seconds:.0f}",
+    )
+    line = f"{label:<30} " + " ".join(
+        f"{cell:>{width}}" for cell, (_, width) in zip(cells, _COLUMNS, strict=True)
     )
     return f"{line}  {goal}" if goal else line
 
@@ -342,7 +376,12 @@ def _against_goal(f: Figures) -> str:
 def render(report: Report, wall_seconds: float | None = None) -> str:
     """The figures as text: per module, per goal area, the goal areas together, the wall time
     against its budget."""
-    lines = ["per module (kill rate: killed or timed out, of made less equivalent)", _HEADER]
+    lines = [
+        "per module (no check: reached by no check; odd: mutmut's suspicious; kill rate: killed "
+        "or timed out, of the mutants made less the equivalent and those not run; worker s: "
+        "the seconds their test runs took, on surv.: of which on the survivors)",
+        _HEADER,
+    ]
     for path in sorted(report.by_module):
         lines.append(_row(path, report.by_module[path]))
     lines.append(_row("all modules", report.total))
@@ -352,11 +391,6 @@ def render(report: Report, wall_seconds: float | None = None) -> str:
         lines.append(_row(area, figures, _against_goal(figures)))
     lines.append(_row("goal areas together", report.goal, _against_goal(report.goal)))
     lines.append("")
-    other = report.total.no_tests + report.total.suspicious + report.total.not_checked
-    lines.append(
-        f"other: {report.total.no_tests} reached by no check, {report.total.suspicious} "
-        f"suspicious, {report.total.not_checked} not run yet ({other})"
-    )
     lines.append(
         f"equivalent: {len(report.equivalent_of)} mutants excluded from the denominators "
         f"({len(report.equivalents)} listed in equivalent.toml)"
@@ -372,7 +406,10 @@ def render(report: Report, wall_seconds: float | None = None) -> str:
             f"({entry.removed!r} -> {entry.added!r}) matches no mutant"
         )
     if report.total.not_checked:
-        lines.append(f"warning: {report.total.not_checked} mutants were not run (interrupted?)")
+        lines.append(
+            f"warning: {report.total.not_checked} mutants were not run "
+            "(an interrupted run, or --areas-only)"
+        )
     if wall_seconds is not None:
         verdict = "within" if wall_seconds <= BUDGET_SECONDS else "OVER"
         lines.append(
