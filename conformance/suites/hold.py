@@ -361,6 +361,19 @@ def second_release(ctx: Context) -> None:
 def timed_out_hold_and_release_read_back(ctx: Context) -> None:
     """A hold or release timed out before its effect reads back: it shows, or OutcomeUnknown."""
     holder = holder_of(ctx)
+    _, held_ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    ctx.faults.fail_before_effect("release")
+    what = f"release({held_ref.id}, {number})"
+    released, _ = timed_out(ctx, what, lambda: holder.release(held_ref, number))
+    if released:
+        seen = look(ctx, held_ref, f"after {what} returned though its command timed out")
+        ctx.expect(
+            seen.state is not State.HELD and seen.hold != number,
+            f"{what} returned though its command timed out before it took effect, and the "
+            f"hold is still there: open shows {visible(seen)}",
+        )
+    # The hold last: if the scheduler starts the object first, the armed timeout stays unused,
+    # and nothing after it in this check holds.
     ref = ctx.start(ctx.plan(long_spec(ctx)))
 
     def hold() -> int | None:
@@ -372,18 +385,6 @@ def timed_out_hold_and_release_read_back(ctx: Context) -> None:
             return None  # the scheduler started it first: HOLD-006's answer, no verdict here
 
     ctx.faults.fail_before_effect("hold")
-    returned, number = timed_out(ctx, f"hold({ref.id})", hold)
-    if returned and number is not None:
-        checked_hold(ctx, ref, number, ", which returned though its command timed out")
-    _, held_ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
-    ctx.faults.fail_before_effect("release")
-    what = f"release({held_ref.id}, {number})"
-    returned, _ = timed_out(ctx, what, lambda: holder.release(held_ref, number))
-    if not returned:
-        return
-    seen = look(ctx, held_ref, f"after {what} returned though its command timed out")
-    ctx.expect(
-        seen.state is not State.HELD and seen.hold != number,
-        f"{what} returned though its command timed out before it took effect, and the hold "
-        f"is still there: open shows {visible(seen)}",
-    )
+    placed, placed_number = timed_out(ctx, f"hold({ref.id})", hold)
+    if placed and placed_number is not None:
+        checked_hold(ctx, ref, placed_number, ", which returned though its command timed out")
