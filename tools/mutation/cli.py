@@ -153,9 +153,15 @@ def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
     with LOG.open("w", encoding="utf-8") as log:
         done = subprocess.run([*argv, *names], stdout=log, stderr=subprocess.STDOUT, check=False)
     if done.returncode != 0:
+        how = (
+            f"was killed by signal {-done.returncode}"
+            if done.returncode < 0
+            else f"exited with status {done.returncode}"
+        )
         tail = LOG.read_text("utf-8", "replace").replace("\r", "\n").splitlines()[-15:]
-        print("\n".join(["mutmut run failed; the end of its log:", *tail]), file=sys.stderr)
-    return done.returncode
+        print("\n".join([f"mutmut run {how}; the end of its log:", *tail]), file=sys.stderr)
+        return done.returncode if done.returncode > 0 else 128 - done.returncode
+    return 0
 
 
 def diffs(names_and_paths: Iterable[tuple[str, str]]) -> dict[str, tuple[tuple[str, ...], ...]]:
