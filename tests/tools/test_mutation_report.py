@@ -48,6 +48,15 @@ EXIT_CODES = {
     CLUSTER: {TICK.format(1): 1, TICK.format(2): 0},
 }
 
+SECONDS = {
+    HOLD.format(1): 1.0,
+    HOLD.format(2): 30.0,
+    HOLD.format(3): 2.0,
+    HOLD.format(4): 40.0,
+    COMMAND.format(2): 5.0,  # a stale figure of a mutant not run since: not counted
+    TICK.format(2): 10.0,
+}
+
 DIFF_HOLD_2 = """--- adapters/slurm/backend.py
 +++ adapters/slurm/backend.py
 @@ -1,3 +1,3 @@
@@ -98,7 +107,8 @@ def report(tmp_path: Path) -> Report:
     for source, codes in EXIT_CODES.items():
         meta = tmp_path / "mutants" / f"{source}.meta"
         meta.parent.mkdir(parents=True, exist_ok=True)
-        meta.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": {}}))
+        took = {name: SECONDS[name] for name in codes if name in SECONDS}
+        meta.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": took}))
     listed = tmp_path / "equivalent.toml"
     listed.write_text(EQUIVALENTS)
     mutants = load_mutants(tmp_path / "mutants", [BACKEND, CLUSTER, "adapters/slurm/parse.py"])
@@ -159,6 +169,8 @@ def test_figures_per_module_leave_equivalents_and_unrun_mutants_out(report: Repo
     assert (cluster.made, cluster.killed, cluster.survived, cluster.kill_rate) == (2, 1, 1, 0.5)
     assert "adapters/slurm/parse.py" not in report.by_module  # no results: not mutated
     assert report.total.made == 10
+    assert (backend.seconds, backend.survivor_seconds) == (73.0, 32.0)
+    assert (report.total.seconds, report.total.survivor_seconds) == (83.0, 42.0)
 
 
 def test_figures_per_area_and_for_the_goal(report: Report) -> None:
@@ -210,7 +222,7 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     text = render(report, wall_seconds=2000.0)
     lines = text.splitlines()
     [hold] = [line for line in lines if line.startswith("hold ")]
-    assert hold.split()[1:10] == ["4", "1", "1", "1", "0", "0", "1", "0", "66.7%"]
+    assert hold.split()[1:12] == ["4", "1", "1", "1", "0", "0", "1", "0", "66.7%", "73", "32"]
     assert hold.endswith("goal >= 95%: NOT met")
     [stop] = [line for line in lines if line.startswith("stop ")]
     assert stop.endswith("goal >= 95%: -")  # no mutant in the fixture
@@ -219,8 +231,12 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     assert "equivalent: 1 mutants excluded from the denominators (3 listed" in text
     assert f"warning: {LATEST.format(1)} is listed as equivalent" in text
     assert "matches no mutant" in text
-    assert "wall time: 2000 s (33.3 min); budget 30 min on 2 cores: OVER" in text
-    assert "budget 30 min on 2 cores: within" in render(report, wall_seconds=600.0)
+    assert "wall time: 2000 s (33.3 min), a full run; budget 30 min on 2 cores: OVER" in text
+    assert "a full run; budget 30 min on 2 cores: within" in render(report, wall_seconds=600.0)
+    assert "3 of 10 mutants tested; budget 30 min on 2 cores: -" in render(report, 2000.0, 3)
+    # 83 worker seconds recorded, on 2 children
+    assert "from the recorded test runs: about 1 min" in text
+    assert "about 1 min (worker seconds / 2 children" in text
 
 
 def test_a_unified_diff_gives_its_removed_and_added_lines() -> None:

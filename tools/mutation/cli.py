@@ -228,9 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sources: list[str] = list(mutmut_config()["only_mutate"])
 
     wall: float | None = None
+    before: dict[str, tuple[str, float]] = {}
     if not args.report_only:
         started = time.monotonic()
         prepare(sources, args.fresh)
+        before = {m.name: (m.status, m.seconds) for m in load_mutants(MUTANTS, sources)}
         names: list[str] = []
         if args.areas_only:
             known = load_mutants(MUTANTS, sources)
@@ -244,7 +246,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         state = fingerprints(sources) | {"wall_seconds": round(wall, 1)}
         STATE.write_text(json.dumps(state, indent=2), "utf-8")
     report = build_report(sources)
-    figures = render(report, wall)
+    tested = None
+    if wall is not None:
+        tested = sum(
+            before.get(m.name, (NOT_CHECKED, 0.0)) != (m.status, m.seconds)
+            for m in report.mutants
+            if m.status != NOT_CHECKED
+        )
+    figures = render(report, wall, tested, args.max_children)
     print(figures)
     goal_first = report.survivors(goal_only=True)
     rest = [m for m in report.survivors(goal_only=False) if m not in goal_first]

@@ -373,7 +373,12 @@ def _against_goal(f: Figures) -> str:
     return f"goal >= {100 * GOAL:.0f}%: {verdict}"
 
 
-def render(report: Report, wall_seconds: float | None = None) -> str:
+def render(
+    report: Report,
+    wall_seconds: float | None = None,
+    tested: int | None = None,
+    children: int = 2,
+) -> str:
     """The figures as text: per module, per goal area, the goal areas together, the wall time
     against its budget."""
     lines = [
@@ -410,12 +415,24 @@ def render(report: Report, wall_seconds: float | None = None) -> str:
             f"warning: {report.total.not_checked} mutants were not run "
             "(an interrupted run, or --areas-only)"
         )
+    budget = f"budget {BUDGET_SECONDS // 60} min on 2 cores"
     if wall_seconds is not None:
-        verdict = "within" if wall_seconds <= BUDGET_SECONDS else "OVER"
+        full = tested is None or tested >= report.total.made
+        what = "a full run" if full else f"{tested} of {report.total.made} mutants tested"
+        verdict = ("within" if wall_seconds <= BUDGET_SECONDS else "OVER") if full else "-"
         lines.append(
-            f"wall time: {wall_seconds:.0f} s ({wall_seconds / 60:.1f} min); budget "
-            f"{BUDGET_SECONDS // 60} min on 2 cores: {verdict}"
+            f"wall time: {wall_seconds:.0f} s ({wall_seconds / 60:.1f} min), {what}; "
+            f"{budget}: {verdict}"
         )
+    estimate = report.total.seconds / children
+    verdict = "within" if estimate <= BUDGET_SECONDS else "OVER"
+    run = report.total.made - report.total.not_checked
+    lines.append(
+        f"a full run from scratch, from the recorded test runs: about {estimate / 60:.0f} min "
+        f"(worker seconds / {children} children, plus a few minutes of mutmut's stats and clean "
+        f"runs{'' if run == report.total.made else f'; only {run} mutants have a result'}); "
+        f"{budget}: {verdict}"
+    )
     return "\n".join(lines)
 
 
