@@ -265,3 +265,47 @@ def test_the_plugin_loads_only_the_harnesses_of_the_items_it_keeps() -> None:
         [],
         ["tests/tools", "tests/x.py::test_y"],
     )
+
+
+def test_a_change_on_the_tests_side_re_tests_what_was_not_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.mutation.cli import fingerprints, prepare
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "adapters/slurm").mkdir(parents=True)
+    (tmp_path / "adapters/slurm/backend.py").write_text("def hold():\n    return 1\n")
+    (tmp_path / "conformance").mkdir()
+    (tmp_path / "conformance/checks.py").write_text("CHECKS = 1\n")
+    meta = tmp_path / "mutants" / f"{BACKEND}.meta"
+    meta.parent.mkdir(parents=True)
+    codes = {HOLD.format(1): 1, HOLD.format(2): 0, HOLD.format(3): 33, HOLD.format(4): -24}
+    meta.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": {}}))
+    stats = tmp_path / "mutants/mutmut-stats.json"
+    stats.write_text("{}")
+    state = tmp_path / "mutants/tools-mutation.json"
+    state.write_text(json.dumps(fingerprints([BACKEND])))
+
+    assert prepare([BACKEND], fresh=False) == fingerprints([BACKEND])  # nothing changed
+    assert stats.exists() and json.loads(meta.read_text())["exit_code_by_key"] == codes
+
+    (tmp_path / "conformance/checks.py").write_text("CHECKS = 2\n")  # a new check
+    prepare([BACKEND], fresh=False)
+    assert not stats.exists()  # mutmut collects again which checks reach which function
+    assert json.loads(meta.read_text())["exit_code_by_key"] == {
+        HOLD.format(1): 1,  # killed: kept
+        HOLD.format(2): None,  # survived: tested again
+        HOLD.format(3): None,  # reached by no check: tested again
+        HOLD.format(4): -24,  # timed out: kept
+    }
+
+    stats.write_text("{}")
+    state.write_text(json.dumps(fingerprints([BACKEND])))
+    (tmp_path / "adapters/slurm/backend.py").write_text("def hold():\n    return 2\n")
+    prepare([BACKEND], fresh=False)
+    assert stats.exists()  # a mutated function's body: mutmut's own incremental mode
+    (tmp_path / "adapters/slurm/backend.py").write_text(
+        "def hold():\n    return 2\n\n\ndef x():\n    pass\n"
+    )
+    prepare([BACKEND], fresh=False)
+    assert not stats.exists()  # a new function: nothing records which checks reach it yet

@@ -120,15 +120,17 @@ def _reset(sources: Sequence[str], keep: tuple[str, ...]) -> int:
     return count
 
 
-def prepare(sources: Sequence[str], fresh: bool) -> None:
-    """Make mutmut's incremental run see the changes it cannot: see the module docstring."""
+def prepare(sources: Sequence[str], fresh: bool) -> dict[str, str]:
+    """Make mutmut's incremental run see the changes it cannot (see the module docstring);
+    the fingerprints the run starts from, to keep once it succeeds (a file changed while it
+    runs is then seen by the next run)."""
     if fresh and MUTANTS.exists():
         shutil.rmtree(MUTANTS)
         print("fresh: removed mutants/ (every mutant is made and tested again)")
     state = _load_state()
     now = fingerprints(sources)
     if not state or not (MUTANTS / "mutmut-stats.json").exists():
-        return
+        return now
     stats = MUTANTS / "mutmut-stats.json"
     if state.get("tests") != now["tests"]:
         stats.unlink()
@@ -140,6 +142,7 @@ def prepare(sources: Sequence[str], fresh: bool) -> None:
     elif state.get("functions") != now["functions"]:
         stats.unlink()
         print("functions were added or removed: mutmut collects again which checks reach them")
+    return now
 
 
 def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
@@ -231,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     before: dict[str, tuple[str, float]] = {}
     if not args.report_only:
         started = time.monotonic()
-        prepare(sources, args.fresh)
+        started_from = prepare(sources, args.fresh)
         before = {m.name: (m.status, m.seconds) for m in load_mutants(MUTANTS, sources)}
         names: list[str] = []
         if args.areas_only:
@@ -243,7 +246,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         wall = time.monotonic() - started
         if status != 0:
             return status
-        state = fingerprints(sources) | {"wall_seconds": round(wall, 1)}
+        state = started_from | {"wall_seconds": round(wall, 1)}
         STATE.write_text(json.dumps(state, indent=2), "utf-8")
     report = build_report(sources)
     tested = None
