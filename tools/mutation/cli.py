@@ -15,6 +15,7 @@ import argparse
 import ast
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -179,6 +180,87 @@ def diffs(names_and_paths: Iterable[tuple[str, str]]) -> dict[str, tuple[tuple[s
     return found
 
 
+def sync_unmutated(sources: Sequence[str]) -> int:
+    """Copy into ``mutants/`` every file of mutmut's source paths that it does not mutate and
+    that changed since mutmut copied it (a harness, a broken adapter); how many."""
+    copied = 0
+    for root in mutmut_config()["source_paths"]:
+        for path in Path(root).rglob("*.py"):
+            if str(path) in sources or "__pycache__" in path.parts:
+                continue
+            target = MUTANTS / path
+            if not target.is_file() or target.read_bytes() != path.read_bytes():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                copied += 1
+    return copied
+
+
+def harnesses_reaching(name: str) -> list[str]:
+    """The harnesses whose checks reached the function of mutant ``name`` in mutmut's last
+    stats run (every configured one when the stats do not know it)."""
+    configured = [
+        a.removeprefix("--dispatch-harness=")
+        for a in mutmut_config()["pytest_add_cli_args"]
+        if a.startswith("--dispatch-harness=")
+    ]
+    try:
+        stats = json.loads((MUTANTS / "mutmut-stats.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return configured
+    tests: list[str] = stats["tests_by_mangled_function_name"].get(
+        name.partition("__mutmut_")[0], []
+    )
+    reached = {test.rpartition("::")[0] for test in tests}
+    return [h for h in configured if h in reached] or configured
+
+
+def try_mutants(names: Sequence[str], sources: Sequence[str]) -> int:
+    """Test each mutant by every standard check of the harnesses that reach its function
+    (not only those mutmut's stats knew: a new check counts), stopping at the first failure;
+    print killed (by which check) or survived. 0 when every one was killed."""
+    known = {m.name for m in load_mutants(MUTANTS, sources)}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"error: no such mutant: {', '.join(unknown)} (see mutants/survivors.txt)")
+        return 2
+    copied = sync_unmutated(sources)
+    if copied:
+        print(f"copied {copied} changed unmutated files into mutants/")
+    fixed = [
+        a for a in mutmut_config()["pytest_add_cli_args"] if not a.startswith("--dispatch-harness")
+    ]
+    survivors = 0
+    for name in names:
+        harnesses = harnesses_reaching(name)
+        argv = [sys.executable, "-m", "pytest", "-q", "-x", "-rfE", *fixed]
+        argv += [f"--dispatch-harness={h}" for h in harnesses]
+        started = time.monotonic()
+        done = subprocess.run(
+            argv,
+            cwd=MUTANTS,
+            env=os.environ | {"MUTANT_UNDER_TEST": name},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        took = time.monotonic() - started
+        failed = [
+            line.split()[1]
+            for line in done.stdout.splitlines()
+            if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1
+        ]
+        if done.returncode == 0:
+            survivors += 1
+            print(f"survived  {name}  ({', '.join(harnesses)}; {took:.1f} s)")
+        elif failed:
+            print(f"killed    {name}  by {failed[0]}  ({took:.1f} s)")
+        else:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+            print(f"killed?   {name}  pytest exited {done.returncode}: {' / '.join(tail)}")
+    return 1 if survivors else 0
+
+
 def build_report(sources: Sequence[str]) -> Report:
     mutants = load_mutants(MUTANTS, sources)
     wanted = [(m.name, m.path) for m in mutants if m.status not in (KILLED, NOT_CHECKED)]
@@ -223,12 +305,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="where to list the mutants not killed, those of the goal areas first, each with "
         "its diff (default mutants/survivors.txt)",
     )
+    parser.add_argument(
+        "--try",
+        dest="try_names",
+        nargs="+",
+        metavar="MUTANT",
+        help="test only these mutants (mutmut's names, as mutants/survivors.txt lists them) by "
+        "the current checks, and say which check kills each; records nothing",
+    )
     args = parser.parse_args(argv)
     if not Path("pyproject.toml").is_file() or not Path("adapters").is_dir():
         parser.error("run it from the repository's root")
     if args.max_children < 1:
         parser.error("--max-children must be at least 1")
     sources: list[str] = list(mutmut_config()["only_mutate"])
+    if args.try_names:
+        return try_mutants(args.try_names, sources)
 
     wall: float | None = None
     before: dict[str, tuple[str, float]] = {}
