@@ -268,6 +268,15 @@ class FaultInjector:
         the adapter sees a timeout, and nothing changed on the target."""
         raise CannotInject(f"fail_before_effect({operation})")
 
+    def unfired(self) -> Sequence[str] | None:
+        """The call faults armed on this target that have not fired yet, each named as its
+        need and operation (``lose_next_reply(hold)``, ``fail_before_effect(requeue)``), in the
+        order they were armed; None when the harness cannot tell (the default). A check that
+        armed one, and whose operation then made its call (it returned, or raised
+        OutcomeUnknown), asks: a fault still armed means the adapter never made the call the
+        fault targets, and the check has not tested what it says it did."""
+        return None
+
     def look_alike_forms(self, kind: LookAlike) -> int:
         """How many forms of ``kind`` this harness's encoding has (every case variant, every
         refused identity text, ...); ``inject_look_alike`` takes ``variant`` modulo it."""

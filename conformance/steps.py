@@ -62,6 +62,21 @@ def timed_out(ctx: Context, what: str, action: Callable[[], T]) -> tuple[bool, T
         ) from None
 
 
+def fired(ctx: Context, fault: str, what: str) -> None:
+    """The call fault ``fault`` (``lose_next_reply(hold)``, ...), armed before ``what``, fired:
+    ``what`` returned or raised OutcomeUnknown, so it made the call the fault targets. A fault
+    still armed (as the harness's :meth:`~conformance.harness.FaultInjector.unfired` tells, when
+    it can) means the adapter never made that call, or the harness injected nothing: the check
+    would pass without testing what it says it tests, so it fails."""
+    armed = ctx.faults.unfired()
+    if armed is not None and fault in armed:
+        raise CheckFailed(
+            f"{what} went by with the fault {fault} armed before it unfired: the adapter "
+            f"never made the call {fault} targets (or the harness did not inject it), so "
+            "what it answers after that fault is untested"
+        )
+
+
 def long_spec(ctx: Context, **fields: object) -> JobSpec:
     """The check's spec for an object that must stay running once started: the harness's job
     command, which runs until a fault (``finish``) or a stop ends it."""

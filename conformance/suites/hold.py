@@ -15,6 +15,7 @@ from conformance.steps import (
     back_in_queue,
     call,
     end_and_reuse_next,
+    fired,
     long_spec,
     look,
     occupied,
@@ -365,6 +366,7 @@ def timed_out_hold_and_release_read_back(ctx: Context) -> None:
     ctx.faults.fail_before_effect("release")
     what = f"release({held_ref.id}, {number})"
     released, _ = timed_out(ctx, what, lambda: holder.release(held_ref, number))
+    fired(ctx, "fail_before_effect(release)", what)
     if released:
         seen = look(ctx, held_ref, f"after {what} returned though its command timed out")
         ctx.expect(
@@ -386,5 +388,7 @@ def timed_out_hold_and_release_read_back(ctx: Context) -> None:
 
     ctx.faults.fail_before_effect("hold")
     placed, placed_number = timed_out(ctx, f"hold({ref.id})", hold)
+    if not placed or placed_number is not None:
+        fired(ctx, "fail_before_effect(hold)", f"hold({ref.id})")
     if placed and placed_number is not None:
         checked_hold(ctx, ref, placed_number, ", which returned though its command timed out")

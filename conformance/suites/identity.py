@@ -19,6 +19,7 @@ from conformance.steps import (
     call,
     end_and_reuse_next,
     expect_ended,
+    fired,
     found,
     long_spec,
     look,
@@ -600,6 +601,7 @@ def timed_out_stop_reads_back(ctx: Context) -> None:
     ctx.faults.fail_before_effect("stop")
     what = f"stop({ref.id}) of the running object"
     returned, _ = timed_out(ctx, what, lambda: ctx.backend.stop(ref))
+    fired(ctx, "fail_before_effect(stop)", what)
     if returned:
         expect_ended(ctx, ref, f"after {what} returned though its command timed out")
         return
@@ -623,6 +625,7 @@ def timed_out_requeue_reads_back(ctx: Context) -> None:
     ctx.faults.fail_before_effect("requeue")
     what = f"requeue({ref.id}) of the running object"
     returned, _ = timed_out(ctx, what, lambda: requeuer.requeue(ref))
+    fired(ctx, "fail_before_effect(requeue)", what)
     if not returned:
         return
     seen = look(ctx, ref, f"after {what} returned though its command timed out")

@@ -209,6 +209,20 @@ class MemoryFaults(FaultInjector):
             raise CannotInject(f"fail_before_effect({operation})")
         self.cluster.fault("*", f"timeout-{operation}")
 
+    def unfired(self) -> list[str]:
+        # The cluster's armed one-shot faults, as "<kind>:<native id>" (the memory cluster's
+        # own bookkeeping: armed here, consumed by the adapter's calls into the cluster).
+        armed = [key.partition(":")[0] for key in self.cluster._pending_faults]
+        named = []
+        for kind in armed:
+            for prefix, need in (
+                ("lose-reply-", "lose_next_reply"),
+                ("timeout-", "fail_before_effect"),
+            ):
+                if kind.startswith(prefix):
+                    named.append(f"{need}({kind.removeprefix(prefix)})")
+        return named
+
     # -- look-alikes ------------------------------------------------------------------------------
 
     def look_alike_forms(self, kind: LookAlike) -> int:

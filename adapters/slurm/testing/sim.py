@@ -433,6 +433,9 @@ class SimFaults(FaultInjector):
     def fail_before_effect(self, operation: str) -> None:
         self.cluster.calls.arm_before(operation)
 
+    def unfired(self) -> list[str]:
+        return self.cluster.calls.unfired()
+
     # -- look-alikes -------------------------------------------------------------------------------
 
     def look_alike_forms(self, kind: LookAlike) -> int:

@@ -90,6 +90,12 @@ class CallFaults:
             raise CannotInject(f"fail_before_effect({operation})")
         self.armed.append(("before_effect", operation))
 
+    def unfired(self) -> list[str]:
+        """The faults armed and not yet fired, as ``lose_next_reply(<op>)`` or
+        ``fail_before_effect(<op>)``, first armed first."""
+        names = {"lose_reply": "lose_next_reply", "before_effect": "fail_before_effect"}
+        return [f"{names[kind]}({operation})" for kind, operation in self.armed]
+
     def take(self, words: Sequence[str]) -> Kind | None:
         """The fault that hits this call (it is disarmed), or None."""
         for index, (kind, operation) in enumerate(self.armed):
