@@ -425,6 +425,7 @@ class Observation(Value):
     hold: int | None = None
     foreign: bool = False
     detail: str = ""
+    """Free text for people (what the adapter saw, in its words); no rule reads it."""
 
 
 class Plan(Value):

@@ -182,6 +182,16 @@ def test_figures_per_area_and_for_the_goal(report: Report) -> None:
     assert report.goal.made == 6 and report.goal.kill_rate == pytest.approx(3 / 5)
 
 
+def test_a_survivor_changing_only_text_is_listed_apart_and_not_counted(report: Report) -> None:
+    texts = frozenset({HOLD.format(2), HOLD.format(1)})  # a survivor, and a killed mutant
+    judged = Report(report.mutants, report.equivalents, report.diffs, texts=texts)
+    hold = judged.by_area["hold"]
+    assert (hold.killed, hold.survived, hold.text, hold.timeout) == (1, 0, 1, 1)
+    assert hold.kill_rate == 1.0
+    assert [m.name for m in judged.survivors(goal_only=True, text=True)] == [HOLD.format(2)]
+    assert HOLD.format(2) not in [m.name for m in judged.survivors(goal_only=True)]
+
+
 def test_equivalents_match_by_module_function_and_lines(report: Report) -> None:
     assert list(report.equivalent_of) == [HOLD.format(3)]
     [(entry, killed)] = report.detected_but_listed
@@ -222,7 +232,7 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     text = render(report, wall_seconds=2000.0)
     lines = text.splitlines()
     [hold] = [line for line in lines if line.startswith("hold ")]
-    assert hold.split()[1:12] == ["4", "1", "1", "1", "0", "0", "1", "0", "66.7%", "73", "32"]
+    assert hold.split()[1:13] == ["4", "1", "1", "1", "0", "0", "1", "0", "0", "66.7%", "73", "32"]
     assert hold.endswith("goal >= 95%: NOT met")
     [stop] = [line for line in lines if line.startswith("stop ")]
     assert stop.endswith("goal >= 95%: -")  # no mutant in the fixture

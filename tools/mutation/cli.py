@@ -25,10 +25,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from tools.mutation.messages import MessageParameters, MutantSources, message_only, scan
 from tools.mutation.report import (
     KILLED,
     NOT_CHECKED,
     TIMEOUT,
+    Mutant,
     Report,
     changed_lines,
     load_equivalents,
@@ -261,14 +263,39 @@ def try_mutants(names: Sequence[str], sources: Sequence[str]) -> int:
     return 1 if survivors else 0
 
 
+def text_only(mutants: Sequence[Mutant]) -> frozenset[str]:
+    """The names of ``mutants`` that change only text for people (see
+    :mod:`tools.mutation.messages`), judged on mutmut's copy of each module."""
+    roots = ("adapters", "dispatch_core")
+    modules = sorted(
+        {
+            str(path.with_suffix("")).replace("/", ".").removesuffix(".__init__")
+            for root in roots
+            for path in Path(root).rglob("*.py")
+            if "__pycache__" not in path.parts
+        }
+    )
+    parameters = MessageParameters(scan(Path("."), modules))
+    parsed: dict[str, MutantSources] = {}
+    found: set[str] = set()
+    for mutant in mutants:
+        if mutant.path not in parsed:
+            text = (MUTANTS / mutant.path).read_text("utf-8")
+            parsed[mutant.path] = MutantSources.parse(mutant.module, text)
+        if message_only(mutant.name, parsed[mutant.path], parameters):
+            found.add(mutant.name)
+    return frozenset(found)
+
+
 def build_report(sources: Sequence[str]) -> Report:
     mutants = load_mutants(MUTANTS, sources)
-    wanted = [(m.name, m.path) for m in mutants if m.status not in (KILLED, NOT_CHECKED)]
-    found = diffs(wanted)
+    unkilled = [m for m in mutants if m.status not in (KILLED, NOT_CHECKED)]
+    found = diffs((m.name, m.path) for m in unkilled)
     return Report(
         mutants=mutants,
         equivalents=load_equivalents(EQUIVALENTS),
         diffs={name: (d[0], d[1]) for name, d in found.items()},
+        texts=text_only(unkilled),
     )
 
 
@@ -352,13 +379,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(figures)
     goal_first = report.survivors(goal_only=True)
     rest = [m for m in report.survivors(goal_only=False) if m not in goal_first]
+    texts = report.survivors(goal_only=False, text=True)
     args.survivors.parent.mkdir(parents=True, exist_ok=True)
     args.survivors.write_text(
         "".join(f"# {line}".rstrip() + "\n" for line in figures.splitlines())
         + f"\n# mutants not killed in the goal areas ({len(goal_first)})\n"
         + survivors_text(report, goal_first)
         + f"\n# mutants not killed outside the goal areas ({len(rest)})\n"
-        + survivors_text(report, rest),
+        + survivors_text(report, rest)
+        + f"\n# survivors that change only text for people, not judged ({len(texts)})\n"
+        + survivors_text(report, texts),
         "utf-8",
     )
     print(f"survivors: {args.survivors} ({len(goal_first)} in the goal areas, {len(rest)} other)")

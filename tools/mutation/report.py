@@ -236,18 +236,23 @@ class Figures:
     not_checked: int = 0
     equivalent: int = 0
     """Survivors listed as equivalent: out of the denominator."""
+    text: int = 0
+    """Survivors that change only text for people (:mod:`tools.mutation.messages`): out of
+    the denominator."""
     seconds: float = 0.0
     """Worker seconds the test runs of these mutants took."""
     survivor_seconds: float = 0.0
     """Of which the runs of the mutants not killed (every check that reaches them runs)."""
 
-    def add(self, status: str, equivalent: bool, seconds: float = 0.0) -> None:
+    def add(self, status: str, equivalent: bool, seconds: float = 0.0, text: bool = False) -> None:
         self.made += 1
         self.seconds += seconds
         if status in (SURVIVED, SUSPICIOUS):
             self.survivor_seconds += seconds
         if equivalent:
             self.equivalent += 1
+        elif text:
+            self.text += 1
         elif status == KILLED:
             self.killed += 1
         elif status == SURVIVED:
@@ -263,8 +268,9 @@ class Figures:
 
     @property
     def counted(self) -> int:
-        """The denominator: the mutants made, less the equivalents and those not run yet."""
-        return self.made - self.equivalent - self.not_checked
+        """The denominator: the mutants made, less the equivalents, the text-only survivors and
+        those not run yet."""
+        return self.made - self.equivalent - self.text - self.not_checked
 
     @property
     def kill_rate(self) -> float | None:
@@ -278,6 +284,8 @@ class Report:
     equivalents: list[Equivalent]
     diffs: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]
     """Removed and added lines per mutant name (needed for every mutant not killed)."""
+    texts: frozenset[str] = frozenset()
+    """The mutants that change only text for people (whatever their status)."""
     by_module: dict[str, Figures] = field(default_factory=dict)
     by_area: dict[str, Figures] = field(default_factory=dict)
     goal: Figures = field(default_factory=Figures)
@@ -304,21 +312,25 @@ class Report:
                 elif mutant.status in (KILLED, TIMEOUT):
                     self.detected_but_listed.append((self.equivalents[match], mutant))
             took = mutant.seconds
-            self.by_module.setdefault(mutant.path, Figures()).add(mutant.status, listed, took)
-            self.total.add(mutant.status, listed, took)
+            text = mutant.name in self.texts and mutant.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
+            row = (mutant.status, listed, took, text)
+            self.by_module.setdefault(mutant.path, Figures()).add(*row)
+            self.total.add(*row)
             if mutant.area is not None:
-                self.by_area.setdefault(mutant.area, Figures()).add(mutant.status, listed, took)
-                self.goal.add(mutant.status, listed, took)
+                self.by_area.setdefault(mutant.area, Figures()).add(*row)
+                self.goal.add(*row)
         self.unmatched = [e for i, e in enumerate(self.equivalents) if i not in used]
 
-    def survivors(self, *, goal_only: bool) -> list[Mutant]:
+    def survivors(self, *, goal_only: bool, text: bool = False) -> list[Mutant]:
         """The mutants not killed (survived, no check reaches them, suspicious), not listed
-        as equivalent; those of the goal areas only when ``goal_only``."""
+        as equivalent, that change more than text (only text, when ``text``); those of the
+        goal areas only when ``goal_only``."""
         return [
             m
             for m in self.mutants
             if m.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
             and m.name not in self.equivalent_of
+            and (m.name in self.texts) == text
             and (m.area is not None or not goal_only)
         ]
 
@@ -339,6 +351,7 @@ _COLUMNS: Final = (
     ("no check", 8),
     ("odd", 3),
     ("equiv", 5),
+    ("text", 4),
     ("not run", 7),
     ("kill rate", 9),
     ("worker s", 8),
@@ -356,6 +369,7 @@ def _row(label: str, f: Figures, goal: str = "") -> str:
         f.no_tests,
         f.suspicious,
         f.equivalent,
+        f.text,
         f.not_checked,
         _rate(f),
         f"{f.seconds:.0f}",
@@ -383,7 +397,9 @@ def render(
     against its budget."""
     lines = [
         "per module (no check: reached by no check; odd: mutmut's suspicious; kill rate: killed "
-        "or timed out, of the mutants made less the equivalent and those not run; worker s: "
+        "or timed out, of the mutants made less the equivalent, the text-only survivors and "
+        "those not run; text: survivors that change only text for people, see "
+        "tools/mutation/messages.py; worker s: "
         "the seconds their test runs took, on surv.: of which on the survivors)",
         _HEADER,
     ]
@@ -399,6 +415,10 @@ def render(
     lines.append(
         f"equivalent: {len(report.equivalent_of)} mutants excluded from the denominators "
         f"({len(report.equivalents)} listed in equivalent.toml)"
+    )
+    lines.append(
+        f"text: {report.total.text} survivors change only text for people (an error's message, "
+        "an observation's detail, a counter's label), listed apart in the survivors file"
     )
     for entry, mutant in report.detected_but_listed:
         lines.append(

@@ -1,0 +1,143 @@
+"""The rule that tells a mutant changing only text for people from one changing behaviour."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from tools.mutation.messages import Callees, MessageParameters, MutantSources, message_only
+
+MODULE = "pkg.mod"
+
+HELPERS = """
+def number(value, what, *, bound):
+    if not 0 <= value < bound:
+        raise ValueError(f"{what} {value} is out of range")
+    return value
+
+def steering(value, what):
+    if what == "strict":
+        raise ValueError(f"{what}: {value}")
+    return value
+
+class Backend:
+    def command(self, op, argv):
+        self.calls[op] += 1
+        return argv
+
+    def observe(self, line):
+        detail = f"{line.state}"
+        detail += "; no comment"
+        return Observation(ref=line.ref, detail=detail)
+"""
+
+
+def judge(original: str, mutant: str, *, method: str | None = None) -> bool:
+    """Whether ``mutant`` (a function's text) changes only text, against ``original``."""
+    callees = Callees()
+    callees.add_module(MODULE, ast.parse(HELPERS))
+    local = f"xǁBackendǁ{method}" if method else "x_f"
+    body = textwrap.dedent(original).replace("def f(", f"def {local}__mutmut_orig(", 1)
+    changed = textwrap.dedent(mutant).replace("def f(", f"def {local}__mutmut_1(", 1)
+    text = (
+        f"class Backend:\n{textwrap.indent(body, '    ')}\n{textwrap.indent(changed, '    ')}"
+        if method
+        else f"{body}\n{changed}"
+    )
+    sources = MutantSources.parse(MODULE, text)
+    return message_only(f"{MODULE}.{local}__mutmut_1", sources, MessageParameters(callees))
+
+
+RAISE = """
+def f(x):
+    if x < 0:
+        raise ValueError(f"{x} is negative")
+    return x
+"""
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        "def f(x):\n    if x < 0:\n        raise ValueError(None)\n    return x\n",
+        'def f(x):\n    if x < 0:\n        raise ValueError("XX")\n    return x\n',
+        'def f(x):\n    if x < 0:\n        raise ValueError(f"{None} is negative")\n    return x\n',
+    ],
+)
+def test_the_text_of_a_raised_error_is_text(mutant: str) -> None:
+    assert judge(RAISE, mutant)
+
+
+@pytest.mark.parametrize(
+    "mutant",
+    [
+        'def f(x):\n    if x <= 0:\n        raise ValueError(f"{x} is negative")\n    return x\n',
+        'def f(x):\n    if x < 0:\n        raise TypeError(f"{x} is negative")\n    return x\n',
+        'def f(x):\n    if x < 0:\n        raise ValueError(f"{x} is negative")\n    return None\n',
+    ],
+)
+def test_a_condition_an_error_class_or_a_result_is_behaviour(mutant: str) -> None:
+    assert not judge(RAISE, mutant)
+
+
+def test_an_argument_that_only_feeds_a_message_is_text() -> None:
+    original = 'def f(x):\n    return number(x, "submission", bound=9)\n'
+    assert judge(original, "def f(x):\n    return number(x, None, bound=9)\n")
+    assert judge(original, 'def f(x):\n    return number(x, "XXsubmissionXX", bound=9)\n')
+    assert not judge(original, 'def f(x):\n    return number(x, "submission", bound=10)\n')
+
+
+def test_a_parameter_that_also_steers_is_not_a_message_parameter() -> None:
+    original = 'def f(x):\n    return steering(x, "lenient")\n'
+    assert not judge(original, 'def f(x):\n    return steering(x, "strict")\n')
+    assert not judge(original, "def f(x):\n    return steering(x, None)\n")
+
+
+def test_an_attribute_of_a_value_put_in_a_message_can_raise_so_is_behaviour() -> None:
+    original = 'def f(x):\n    raise ValueError(f"{x.name} is bad")\n'
+    assert not judge(original, 'def f(x):\n    raise ValueError(f"{None.name} is bad")\n')
+    wrapped = 'def f(x):\n    raise ValueError(f"{type(x).__name__} is bad")\n'
+    assert judge(wrapped, 'def f(x):\n    raise ValueError(f"{type(None).__name__} is bad")\n')
+
+
+def test_a_counter_label_is_text_and_the_command_is_not() -> None:
+    original = 'def f(self):\n    return self.command("read", ["squeue", "-t", "all"])\n'
+    mutant = 'def f(self):\n    return self.command("READ", ["squeue", "-t", "all"])\n'
+    assert judge(original, mutant, method="f")
+    argv = 'def f(self):\n    return self.command("read", ["squeue", "-t", "ALL"])\n'
+    assert not judge(original, argv, method="f")
+
+
+DETAIL = """
+def f(self, line):
+    detail = f"{line.state}" + (f" ({line.reason})" if line.reason else "")
+    detail += "; no comment"
+    return Observation(ref=line.ref, state=line.state, detail=detail)
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('detail += "; no comment"', 'detail = "; no comment"'),
+        ('detail += "; no comment"', 'detail += "XX; no commentXX"'),
+        ("if line.reason else", "if (line.reason) and False else"),
+        (", detail=detail)", ")"),
+    ],
+)
+def test_an_observations_free_text_detail_is_text(old: str, new: str) -> None:
+    assert judge(DETAIL, DETAIL.replace(old, new), method="f")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('detail += "; no comment"', 'detail -= "; no comment"'),  # raises TypeError
+        ("state=line.state, ", ""),
+        ("ref=line.ref", "ref=None"),
+    ],
+)
+def test_what_else_an_observation_carries_is_behaviour(old: str, new: str) -> None:
+    assert not judge(DETAIL, DETAIL.replace(old, new), method="f")
