@@ -8,10 +8,20 @@ scheduler."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import pairwise
+from typing import cast
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
-from conformance.harness import CannotInject, Fault, LookAlike, Lookup, Probe, look_alike_need
+from conformance.harness import (
+    CannotInject,
+    Fault,
+    LookAlike,
+    Lookup,
+    Probe,
+    ReplyLoss,
+    look_alike_need,
+)
 from conformance.steps import (
     as_holder,
     as_requeuer,
@@ -37,6 +47,7 @@ from conformance.suites.clauses import DESIGN_REOBSERVE, SEED_000, SEED_001
 from conformance.tiers import Tier
 from dispatch_core import (
     Capability,
+    Cause,
     DispatchError,
     EncodingError,
     EpochBound,
@@ -44,7 +55,9 @@ from dispatch_core import (
     JobID,
     JobSpec,
     ObjectRef,
+    Observation,
     OutcomeUnknown,
+    Plan,
     Requeuer,
     State,
     Tristate,
@@ -298,6 +311,205 @@ def every_look_alike_at_once(ctx: Context) -> None:
             )
 
 
+# -- find across the live view and history ------------------------------------------------------
+
+
+def each_once(
+    ctx: Context, job: JobID, expected: dict[str, str], when: str
+) -> dict[str, Observation]:
+    """``find(job)`` reports every object of ``expected`` (native id to what it is) exactly once,
+    and nothing else: each object is one observation, whatever history holds of it."""
+    listed = call(ctx, f"find({job}) {when}", lambda: ctx.backend.find(job))
+    ids = [o.ref.id for o in listed]
+    twice = [f"{i} ({expected.get(i, 'unknown')})" for i in sorted(set(ids)) if ids.count(i) > 1]
+    ctx.expect(
+        not twice,
+        f"find {when} reported {', '.join(twice)} more than once: an object is one "
+        "observation, whatever history holds of it",
+    )
+    missing = [f"{i} ({what})" for i, what in expected.items() if i not in ids]
+    ctx.expect(not missing, f"find {when} dropped {', '.join(missing)}")
+    extra = sorted(set(ids) - set(expected))
+    ctx.expect(not extra, f"find {when} reported objects {extra} the check never made")
+    return {o.ref.id: o for o in listed}
+
+
+def gone(ctx: Context, ref: ObjectRef, what: str) -> None:
+    """Stop the object and let it leave the live view (history, if kept, stays)."""
+    stop(ctx, ref, f"of {what}")
+    expect_ended(ctx, ref, f"after stop of {what}")
+    ctx.faults.purge(ref)
+
+
+@check(
+    "IDENT-040",
+    clause=f"{SEED_001}, The identity check: a requeue moves submit forward; {DESIGN_REOBSERVE}",
+    needs=Needs(
+        faults=(Fault.LET_RUN, Fault.REQUEUE_UNDERNEATH, Fault.PURGE, Fault.LAG_HISTORY),
+        identity=("history_outlives_live",),
+    ),
+)
+def history_behind_the_live_view(ctx: Context) -> None:
+    """With history behind a requeue, find shows each object once: live, or only in history."""
+    plan = ctx.plan(long_spec(ctx))
+    queued = ctx.start(plan, submission=1, attempt=1)
+    early = ctx.start(plan, submission=2, attempt=1)
+    gone(ctx, early, "submission 2")
+    requeued = ctx.start(plan, submission=3, attempt=1)
+    late = ctx.start(plan, submission=4, attempt=1)
+    gone(ctx, late, "submission 4")
+    pause(ctx.clock, 1.0)  # a requeue in the same second could not move submit forward
+    run(ctx, requeued)
+    ctx.faults.lag_history(requeued)
+    requeue(ctx, requeued, "underneath")
+    back = back_in_queue(ctx, requeued)
+    expected = {
+        queued.id: "submission 1, queued",
+        early.id: "submission 2, stopped and gone from the live view",
+        requeued.id: "submission 3, requeued, history not yet caught up",
+        late.id: "submission 4, stopped and gone from the live view",
+    }
+    seen = each_once(ctx, plan.job, expected, "with history behind the requeue of submission 3")
+    shown = seen[requeued.id]
+    ctx.expect(
+        shown.ref == back.ref and not shown.state.ended,
+        f"find showed the requeued {requeued.id} as {ref_text(shown.ref)} {shown.state}; open "
+        f"shows it {ref_text(back.ref)} {back.state}: the live object, not its history",
+    )
+    for ref, submission in ((early, 2), (late, 4)):
+        ctx.expect(
+            seen[ref.id].state.ended and seen[ref.id].submission in (submission, None),
+            f"find showed submission {submission} ({ref.id}) {seen[ref.id].state} with "
+            f"submission {seen[ref.id].submission}: it was stopped",
+        )
+
+
+def end_again(ctx: Context, ref: ObjectRef, fault: str, act: Callable[[], None]) -> bool:
+    """Run the object, let ``fault`` hit it, and see whether it came back to the queue (True:
+    run again next) or ended (False)."""
+    run(ctx, ref)
+    pause(ctx.clock, 1.0)
+    act()
+    seen = look(ctx, ref, f"after {fault}")
+    if seen.state.ended:
+        return False
+    back_in_queue(ctx, ref)
+    return True
+
+
+@check(
+    "IDENT-041",
+    clause=f"{SEED_001}, The object, and Submit as its anchor; DESIGN §4, Observations",
+    needs=Needs(
+        interfaces=(Requeuer,),
+        faults=(Fault.LET_RUN, Fault.FINISH, Fault.PURGE, Fault.LOSE_NODE, Fault.PREEMPT),
+        identity=("history_outlives_live",),
+    ),
+)
+def requeued_history_is_one_object(ctx: Context) -> None:
+    """Requeued, node-lost and preempted, then ended and gone, an object is still one object."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    plan = ctx.plan(long_spec(ctx))
+    ref = ctx.start(plan, submission=1, attempt=1)
+    steps: list[tuple[str, Callable[[], None]]] = [
+        (f"requeue({ref.id})", lambda: call(ctx, "requeue", lambda: requeuer.requeue(ref))),
+        ("the loss of its node", lambda: ctx.faults.lose_node(ref)),
+        ("its preemption", lambda: ctx.faults.preempt(ref)),
+    ]
+    ended = False
+    for fault, act in steps:
+        if not end_again(ctx, ref, fault, act):
+            ended = True
+            break
+    if not ended:
+        run(ctx, ref)
+        ctx.faults.finish(ref, LOST_EXIT)
+    ctx.faults.purge(ref)
+    # A later submission whose node is lost, gone too, then one more that stays queued.
+    lost = ctx.start(plan, submission=2, attempt=1)
+    run(ctx, lost)
+    ctx.faults.lose_node(lost)
+    if not look(ctx, lost, "after the loss of its node").state.ended:
+        stop(ctx, lost, "of submission 2, requeued by the loss of its node")
+    ctx.faults.purge(lost)
+    queued = ctx.start(plan, submission=3, attempt=1)
+    seen = look(ctx, ref, "after its end and its purge")
+    expected = {
+        ref.id: "submission 1: requeued, node lost, preempted, ended, gone from the live view",
+        lost.id: "submission 2: its node lost, gone from the live view",
+        queued.id: "submission 3, queued",
+    }
+    listed = each_once(ctx, plan.job, expected, "after submissions 1 and 2 ended and left")
+    shown = listed[ref.id]
+    ctx.expect(
+        (shown.state, shown.cause) == (seen.state, seen.cause) and shown.state.ended,
+        f"find showed submission 1 ({ref.id}) {shown.state} ({shown.cause}); open shows it "
+        f"{seen.state} ({seen.cause}): its last incarnation's end",
+    )
+    if not ended:
+        ctx.expect(
+            (seen.state, seen.cause) == (State.FAILED, Cause.EXIT_CODE),
+            f"open showed submission 1 ({ref.id}), whose command exited {LOST_EXIT}, "
+            f"{seen.state} ({seen.cause}), not failed with cause exit_code",
+        )
+    ctx.expect(
+        listed[lost.id].state.ended and not listed[queued.id].state.ended,
+        f"find showed submission 2 ({lost.id}) {listed[lost.id].state} and submission 3 "
+        f"({queued.id}) {listed[queued.id].state}",
+    )
+
+
+LOST_EXIT = 3
+"""The exit code of IDENT-041's object after its requeues."""
+
+
+@check(
+    "IDENT-042",
+    clause=f"{SEED_001}, The comment: a name whose comment does not parse is foreign",
+    needs=Needs(
+        faults=(
+            Fault.LET_RUN,
+            Fault.FINISH,
+            Fault.PURGE,
+            look_alike_need(LookAlike.NO_IDENTITY),
+            look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
+        ),
+        identity=("history_outlives_live",),
+    ),
+)
+def foreign_stays_foreign_in_history(ctx: Context) -> None:
+    """A foreign object gone from the live view is never the job's: history that keeps identity
+    shows it foreign; history that lost it shows it unknown."""
+    plan = ctx.plan(long_spec(ctx))
+    job = plan.job
+    made = {
+        ctx.faults.inject_look_alike(job, kind): ctx.faults.describe_look_alike(kind)
+        for kind in (LookAlike.NO_IDENTITY, LookAlike.UNPARSABLE_IDENTITY)
+    }
+    live = found(ctx, job, "with foreign objects present")
+    for native, form in made.items():
+        ctx.expect(native in live, f"find dropped the foreign object {native} ({form})")
+        ref = live[native].ref
+        ctx.faults.let_run(ref)
+        ctx.faults.finish(ref, 0)
+        ctx.faults.purge(ref)
+    kept = ctx.declared(Capability.ACCOUNTING_HISTORY) is Tristate.YES
+    seen = found(ctx, job, "after the foreign objects ended and left the live view")
+    for native, form in made.items():
+        shown = seen.get(native)
+        if shown is None:
+            ctx.fail(f"find dropped the foreign object {native} ({form}) after it ended")
+            return
+        ctx.expect(
+            (shown.submission, shown.attempt) == (None, None) and (shown.foreign or not kept),
+            f"find reported the foreign object {native} ({form}), gone from the live view, with "
+            f"submission {shown.submission} and attempt {shown.attempt}, foreign {shown.foreign}"
+            + (": the adapter declares AccountingHistory yes, so it is foreign" if kept else ""),
+        )
+
+
 # -- start ----------------------------------------------------------------------------------------
 
 
@@ -344,41 +556,133 @@ def start_is_idempotent(ctx: Context) -> None:
 )
 def lost_start_reply(ctx: Context) -> None:
     """A start whose reply was lost, started again, leaves one object for that submission."""
-    plan = ctx.plan()
-    ctx.faults.lose_next_reply("start")
+    # The reply is lost in every form the harness makes (a timeout; a failure saying the
+    # scheduler could not be reached; a success cut off), then the command times out before
+    # its effect (when the harness can): each on a job of its own.
+    for form in ReplyLoss:
+        plan = ctx.plan()
+        try:
+            ctx.faults.lose_next_reply("start", form)
+        except CannotInject:
+            if form is ReplyLoss.TIMEOUT:
+                raise
+            continue  # this harness loses a reply as a timeout only
+        lost_start_reply_once(ctx, plan, f"lose_next_reply(start) as a {form.value}")
+    if ctx.harness.lacks(Fault.FAIL_BEFORE_EFFECT) is None:
+        plan = ctx.plan()
+        ctx.faults.fail_before_effect("start")
+        lost_start_reply_once(ctx, plan, "fail_before_effect(start)")
+
+
+def lost_start_reply_once(ctx: Context, plan: Plan, fault: str) -> None:
+    what = f"start of submission 1 with the fault {fault}"
     lost: ObjectRef | None = None
     try:
         lost = ctx.start(plan, submission=1, attempt=1)
     except OutcomeUnknown:
         pass
     except DispatchError as error:
-        ctx.fail(
-            f"start with its reply lost raised {type(error).__name__} ({error}), not OutcomeUnknown"
-        )
-    ref = call(ctx, "start again after the lost reply", lambda: ctx.start(plan, 1, 1))
+        ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
+    fired(ctx, fault.partition(" ")[0], what)
+    ref = call(ctx, f"start again after the {what}", lambda: ctx.start(plan, 1, 1))
     if lost is not None:
         ctx.expect(
             ref == lost,
-            f"start again made {ref_text(ref)} after the first returned {ref_text(lost)}",
+            f"start again made {ref_text(ref)} after the {what} returned {ref_text(lost)}",
         )
-    seen = found(ctx, plan.job, "after the lost reply and the second start")
+    seen = found(ctx, plan.job, f"after the {what} and the second start")
     ids = sorted(i for i, o in seen.items() if not o.foreign)
-    ctx.expect(ids == [ref.id], f"find returned objects {ids} for one submission started twice")
+    ctx.expect(
+        ids == [ref.id], f"find returned objects {ids} for one submission started twice ({fault})"
+    )
+
+
+@check(
+    "IDENT-060",
+    clause=f"{DESIGN_REOBSERVE}; {SEED_001}, The identity check: ids are reused",
+    needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK,)),
+)
+def vanished_before_read_back(ctx: Context) -> None:
+    """An object that ends and leaves the live view (its id then taken by another's object, or
+    not) right after a start or a stop took effect: start returns that object, or raises
+    OutcomeUnknown only when find cannot tell it either, never another's; stop returns."""
+    for reuse in (False, True):
+        plan = ctx.plan(long_spec(ctx))
+        try:
+            ctx.faults.vanish_before_read_back("start", reuse_id=reuse)
+        except CannotInject:
+            if not reuse:
+                raise
+            continue  # ids are not reused here
+        what = "start of submission 1 whose object ended, left the live view" + (
+            " and had its id taken by another's object" if reuse else ""
+        )
+        made: ObjectRef | None = None
+        try:
+            made = ctx.start(plan, submission=1, attempt=1)
+        except OutcomeUnknown:
+            pass
+        except DispatchError as error:
+            ctx.fail(f"{what} raised {type(error).__name__} ({error}), not a ref")
+        fired(ctx, "vanish_before_read_back(start)", what)
+        seen = found(ctx, plan.job, f"after the {what}")
+        own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 1)
+        if made is None:
+            ctx.expect(
+                not own,
+                f"{what} raised OutcomeUnknown, yet find shows submission 1's object {own}: "
+                "its reply named the object, and the adapter can read it",
+            )
+            continue
+        ctx.expect(
+            all(seen[i].ref == made for i in own),
+            f"{what} returned {ref_text(made)}, but find shows submission 1 as "
+            f"{[ref_text(seen[i].ref) for i in own]}",
+        )
+        expect_ended(ctx, made, f"of the ref the {what} returned")
+    try:
+        ref = ctx.start(ctx.plan(long_spec(ctx)))
+        ctx.faults.vanish_before_read_back("stop", reuse_id=True)
+    except CannotInject:
+        return  # ids are not reused here: the stop's read-back has nothing else to tell
+    what = f"stop({ref.id}), whose object then left the live view and had its id taken"
+    call(ctx, what, lambda: ctx.backend.stop(ref))
+    fired(ctx, "vanish_before_read_back(stop)", what)
+    expect_ended(ctx, ref, f"after the {what}")
 
 
 @check("IDENT-024", clause=f"{SEED_000}, Execution identity; DESIGN §4: N and R below 1,000,000")
 def start_refuses_numbers_out_of_range(ctx: Context) -> None:
-    """start refuses a submission or attempt outside [1, 1,000,000) and makes no object for it."""
+    """start refuses a submission or attempt outside [1, 1,000,000), or not an int at all (a
+    bool, a float, a text), with a DispatchError, and makes no object for it."""
     plan = ctx.plan(long_spec(ctx))
     last = EpochBound - 1
-    for submission, attempt in ((0, 1), (1, 0), (-1, 1), (EpochBound, 1), (1, EpochBound)):
+    # A bool is an int to Python, and 1.0 equals 1, yet neither is a submission number.
+    refused: tuple[tuple[object, object], ...] = (
+        (0, 1),
+        (1, 0),
+        (-1, 1),
+        (EpochBound, 1),
+        (1, EpochBound),
+        (True, 1),
+        (1, True),
+        (1.0, 1),
+        (1, 2.5),
+        ("1", 1),
+    )
+    for submission, attempt in refused:
         try:
-            made = ctx.start(plan, submission=submission, attempt=attempt)
+            made = ctx.start(plan, submission=cast(int, submission), attempt=cast(int, attempt))
         except DispatchError:
             continue
+        except Exception as error:  # the adapter must refuse with its own errors
+            ctx.fail(
+                f"start(submission={submission!r}, attempt={attempt!r}) raised "
+                f"{type(error).__name__} ({error}), not a DispatchError"
+            )
         ctx.fail(
-            f"start(submission={submission}, attempt={attempt}) made {ref_text(made)}: both "
-            f"numbers must be in [1, {EpochBound})"
+            f"start(submission={submission!r}, attempt={attempt!r}) made {ref_text(made)}: both "
+            f"numbers must be ints in [1, {EpochBound})"
         )
     edge = call(
         ctx,
@@ -636,6 +940,41 @@ def timed_out_requeue_reads_back(ctx: Context) -> None:
         or seen.ref.submit > ref.submit,
         f"{what} returned though its command timed out before it took effect, and the object "
         f"was not requeued: open shows {visible(seen)} (before: {visible(before)})",
+    )
+
+
+@check(
+    "IDENT-050",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.LOSE_NEXT_REPLY)),
+)
+def lost_requeue_reply(ctx: Context) -> None:
+    """A requeue whose reply was lost answers what open then shows (requeued), or OutcomeUnknown."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    before = run(ctx, ref)
+    ctx.faults.lose_next_reply("requeue")
+    what = f"requeue({ref.id}) of the running object"
+    try:
+        requeuer.requeue(ref)
+    except OutcomeUnknown:
+        pass
+    except DispatchError as error:
+        ctx.fail(
+            f"{what}, whose reply was lost after it took effect, raised {type(error).__name__} "
+            f"({error}), not a return nor OutcomeUnknown"
+        )
+    fired(ctx, "lose_next_reply(requeue)", what)
+    seen = look(ctx, ref, f"after {what}, whose reply was lost")
+    restarts = (before.restart_count or 0, seen.restart_count or 0)
+    ctx.expect(
+        seen.state in (State.QUEUED, State.HELD)
+        or restarts[1] > restarts[0]
+        or seen.ref.submit > ref.submit,
+        f"{what} took effect and its reply was lost, yet the object is not requeued: open "
+        f"shows {visible(seen)} (before: {visible(before)})",
     )
 
 
