@@ -34,6 +34,7 @@ on a cluster without job completion logging; ``--json`` gives a reduced dbv0.0.3
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -454,6 +455,17 @@ class FieldError(Exception):
 
 def parse_fields(field_list: str) -> list[FieldDef]:
     """The columns of a (comma-terminated) ``--format`` list, as sacct resolves them."""
+    return [FieldDef(w, n, k, v) for w, n, k, v in _resolved_fields(field_list)]
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved_fields(field_list: str) -> tuple[tuple[int, str, str, Value], ...]:
+    """:func:`parse_fields`'s answer, resolved once per list (the adapter sends the same few
+    lists again and again; the search through the table is most of a short sacct's time)."""
+    return tuple((f.width, f.name, f.kind, f.value) for f in _parse_fields(field_list))
+
+
+def _parse_fields(field_list: str) -> list[FieldDef]:
     table = [FieldDef(w, n, k, v) for w, n, k, v in FIELD_TABLE]
     chosen: list[FieldDef] = []
     rest = field_list

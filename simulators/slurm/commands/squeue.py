@@ -27,6 +27,7 @@ is refused; widths beyond ``MAX_WIDTH`` are clamped so a huge width cannot exhau
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -797,6 +798,18 @@ def parse_format(fmt: str) -> tuple[list[Item], list[str]]:
 
 def parse_long_format(fmt: str) -> tuple[list[Item], list[str]]:
     """``-O/--Format``: the items to print and the error lines squeue prints for them."""
+    items, errors = _parsed_long_format(fmt)
+    return list(items), list(errors)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_long_format(fmt: str) -> tuple[tuple[Item, ...], tuple[str, ...]]:
+    """:func:`parse_long_format`'s answer, parsed once per format (items are frozen)."""
+    items, errors = _parse_long_format(fmt)
+    return tuple(items), tuple(errors)
+
+
+def _parse_long_format(fmt: str) -> tuple[list[Item], list[str]]:
     items: list[Item] = []
     errors: list[str] = []
     for token in (t for t in fmt.split(",") if t):
