@@ -287,15 +287,47 @@ def text_only(mutants: Sequence[Mutant]) -> frozenset[str]:
     return frozenset(found)
 
 
+SEED_PATTERN: Final = "adapters.slurm.identity.x__number__mutmut_*"
+"""The mutants a first run tests to have mutmut make every mutant and collect its stats (a
+goal-area function's few: they would be tested anyway)."""
+
+
+def test_untested(sources: Sequence[str], max_children: int, *, every: bool) -> int:
+    """Have mutmut test the mutants that have no result yet: those of the goal areas (every
+    one with ``every``), less those that change only text (their result would not count).
+    mutmut makes the mutants on its first run, so a run from nothing starts with
+    :data:`SEED_PATTERN`. mutmut's exit status."""
+    known = load_mutants(MUTANTS, sources)
+    if not known:
+        status = run_mutmut(max_children, [SEED_PATTERN])
+        if status != 0:
+            return status
+        known = load_mutants(MUTANTS, sources)
+    texts = text_only(known)
+    names = [
+        m.name
+        for m in known
+        if m.status == NOT_CHECKED and m.name not in texts and (every or m.area is not None)
+    ]
+    skipped = sum(1 for m in known if m.status == NOT_CHECKED and m.name in texts)
+    if skipped:
+        print(f"{skipped} mutants change only text for people: not tested (they would not count)")
+    if not names:
+        print("every mutant to test has a result" + ("" if every else " (--all tests the rest)"))
+        return 0
+    return run_mutmut(max_children, names)
+
+
 def build_report(sources: Sequence[str]) -> Report:
     mutants = load_mutants(MUTANTS, sources)
-    unkilled = [m for m in mutants if m.status not in (KILLED, NOT_CHECKED)]
-    found = diffs((m.name, m.path) for m in unkilled)
+    unkilled = [m for m in mutants if m.status not in (KILLED, TIMEOUT)]
+    texts = text_only(unkilled)
+    found = diffs((m.name, m.path) for m in unkilled if m.status != NOT_CHECKED or m.name in texts)
     return Report(
         mutants=mutants,
         equivalents=load_equivalents(EQUIVALENTS),
         diffs={name: (d[0], d[1]) for name, d in found.items()},
-        texts=text_only(unkilled),
+        texts=texts,
     )
 
 
@@ -319,10 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report-only", action="store_true", help="do not run mutmut: report the last results"
     )
     parser.add_argument(
-        "--areas-only",
+        "--all",
         action="store_true",
-        help="test only the goal areas' mutants that have no result yet (after a first full "
-        "run: the quicker loop while writing checks; the other modules keep their results)",
+        help="test every mutant of the mutated modules, not only those of the goal areas "
+        "(identity, find, hold, stop, requeue, start, batch-script); slower",
     )
     parser.add_argument(
         "--survivors",
@@ -355,13 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         started = time.monotonic()
         started_from = prepare(sources, args.fresh)
         before = {m.name: (m.status, m.seconds) for m in load_mutants(MUTANTS, sources)}
-        names: list[str] = []
-        if args.areas_only:
-            known = load_mutants(MUTANTS, sources)
-            names = [m.name for m in known if m.area is not None and m.status == NOT_CHECKED]
-            if known and not names:
-                print("--areas-only: every mutant of the goal areas has a result")
-        status = run_mutmut(args.max_children, names) if names or not args.areas_only else 0
+        status = test_untested(sources, args.max_children, every=args.all)
         wall = time.monotonic() - started
         if status != 0:
             return status

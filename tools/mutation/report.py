@@ -252,7 +252,7 @@ class Figures:
         if equivalent:
             self.equivalent += 1
         elif text:
-            self.text += 1
+            self.text += 1  # whether tested or not: its result would not count
         elif status == KILLED:
             self.killed += 1
         elif status == SURVIVED:
@@ -312,7 +312,7 @@ class Report:
                 elif mutant.status in (KILLED, TIMEOUT):
                     self.detected_but_listed.append((self.equivalents[match], mutant))
             took = mutant.seconds
-            text = mutant.name in self.texts and mutant.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
+            text = mutant.name in self.texts and mutant.status not in (KILLED, TIMEOUT)
             row = (mutant.status, listed, took, text)
             self.by_module.setdefault(mutant.path, Figures()).add(*row)
             self.total.add(*row)
@@ -325,10 +325,11 @@ class Report:
         """The mutants not killed (survived, no check reaches them, suspicious), not listed
         as equivalent, that change more than text (only text, when ``text``); those of the
         goal areas only when ``goal_only``."""
+        judged = (SURVIVED, NO_TESTS, SUSPICIOUS) + ((NOT_CHECKED,) if text else ())
         return [
             m
             for m in self.mutants
-            if m.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
+            if m.status in judged
             and m.name not in self.equivalent_of
             and (m.name in self.texts) == text
             and (m.area is not None or not goal_only)
@@ -433,7 +434,7 @@ def render(
     if report.total.not_checked:
         lines.append(
             f"warning: {report.total.not_checked} mutants were not run "
-            "(an interrupted run, or --areas-only)"
+            "(outside the goal areas: --all tests them; or an interrupted run)"
         )
     budget = f"budget {BUDGET_SECONDS // 60} min on 2 cores"
     if wall_seconds is not None:
@@ -444,13 +445,15 @@ def render(
             f"wall time: {wall_seconds:.0f} s ({wall_seconds / 60:.1f} min), {what}; "
             f"{budget}: {verdict}"
         )
-    estimate = report.total.seconds / children
+    scope = [m for m in report.mutants if m.area is not None and m.name not in report.texts]
+    estimate = sum(m.seconds for m in scope) / children
     verdict = "within" if estimate <= BUDGET_SECONDS else "OVER"
-    run = report.total.made - report.total.not_checked
+    run = sum(1 for m in scope if m.status != NOT_CHECKED)
     lines.append(
-        f"a full run from scratch, from the recorded test runs: about {estimate / 60:.0f} min "
-        f"(worker seconds / {children} children, plus a few minutes of mutmut's stats and clean "
-        f"runs{'' if run == report.total.made else f'; only {run} mutants have a result'}); "
+        f"a run from scratch of the goal areas (text-only mutants untested), from the recorded "
+        f"test runs: about {estimate / 60:.0f} min (worker seconds / {children} children, plus "
+        f"a few minutes of mutmut's stats and clean runs"
+        f"{'' if run == len(scope) else f'; only {run} of {len(scope)} have a result'}); "
         f"{budget}: {verdict}"
     )
     return "\n".join(lines)
