@@ -167,6 +167,24 @@ class Fault(StrEnum):
     LOSE_NODE = "lose_node"
     LOSE_NEXT_REPLY = "lose_next_reply"
     FAIL_BEFORE_EFFECT = "fail_before_effect"
+    VANISH_BEFORE_READ_BACK = "vanish_before_read_back"
+    IGNORE_NEXT_STOP = "ignore_next_stop"
+    PREEMPT = "preempt"
+    LAG_HISTORY = "lag_history"
+
+
+class ReplyLoss(StrEnum):
+    """How a reply lost after the command took effect shows to the adapter
+    (:meth:`FaultInjector.lose_next_reply`)."""
+
+    TIMEOUT = "timeout"
+    """The command does not answer within the adapter's timeout."""
+    FAILURE = "failure"
+    """The command fails at once, saying the scheduler could not be reached after the request
+    went out (Slurm: ``Unable to contact slurm controller (receive failure)``)."""
+    GARBLED = "garbled"
+    """The command says it succeeded, but its output is cut off (empty): nothing in it names
+    what was done."""
 
 
 class Probe(StrEnum):
@@ -176,6 +194,10 @@ class Probe(StrEnum):
     """:meth:`Harness.executions`: the environment each rank of each execution saw."""
     HOST_PATHS = "host_paths"
     """:meth:`Harness.host`: scratch directories and files on the cluster's filesystem."""
+    COMMANDS = "commands"
+    """The jobs' commands really run, on the filesystem :meth:`Harness.host` shows, once a
+    job runs (``let_run``): a check sees what they print to their output and write to files
+    (a scheduler model that only records executions lacks it)."""
     SIGNALS = "signals"
     """:meth:`Harness.pre_termination_spec` and :meth:`Harness.signals`: a spec that asks for
     a time limit and a signal before it, and when the processes got the signal and ended."""
@@ -230,8 +252,10 @@ class FaultInjector:
         """The running object's command exits with ``exit_code``."""
         raise CannotInject("finish")
 
-    def requeue_underneath(self, ref: ObjectRef) -> None:
-        """An administrator requeues the started object without asking the adapter."""
+    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+        """An administrator requeues the started object without asking the adapter. With
+        ``in_flight``, this returns while the requeue is still under way, where the scheduler
+        shows that (Slurm: COMPLETING, until the job is back in the queue)."""
         raise CannotInject("requeue_underneath")
 
     def purge(self, ref: ObjectRef) -> None:
@@ -258,15 +282,43 @@ class FaultInjector:
         """The node under the running object is lost."""
         raise CannotInject("lose_node")
 
-    def lose_next_reply(self, operation: str) -> None:
+    def preempt(self, ref: ObjectRef) -> None:
+        """The scheduler preempts the running object: it is requeued when it is requeueable
+        (as a lost node requeues it), else it ends, preempted."""
+        raise CannotInject("preempt")
+
+    def lag_history(self, ref: ObjectRef) -> None:
+        """From now on, history takes no new record of the object: its later incarnations (a
+        requeue's) show in the live view only, as when the scheduler's history falls behind
+        its live view (Slurm sends a requeued job's new record to accounting seconds later)."""
+        raise CannotInject("lag_history")
+
+    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
         """The next ``operation`` (one of :data:`OPERATIONS`) takes effect but its reply is
-        lost: the adapter sees a timeout."""
+        lost, as ``form`` says: the adapter sees a timeout (the default), a failure that says
+        the scheduler could not be reached, or a success it cannot read. A harness that
+        cannot make a form (its adapter runs no command line to fail or print) raises
+        :class:`CannotInject` for it."""
         raise CannotInject(f"lose_next_reply({operation})")
 
     def fail_before_effect(self, operation: str) -> None:
         """The next ``operation`` (one of :data:`OPERATIONS`) times out before it took effect:
         the adapter sees a timeout, and nothing changed on the target."""
         raise CannotInject(f"fail_before_effect({operation})")
+
+    def vanish_before_read_back(self, operation: str, *, reuse_id: bool = False) -> None:
+        """The next ``operation`` (``start`` or ``stop``) takes effect and its reply arrives,
+        but before the adapter can read its object back the object ends, leaves the live view
+        (its history, if kept, stays) and, with ``reuse_id``, its native id is taken by a new
+        object that is not the job's (another user's, held). The object of a start ends as a
+        cancel ends it. A harness whose adapter reads nothing back still ends and purges it."""
+        raise CannotInject(f"vanish_before_read_back({operation})")
+
+    def ignore_next_stop(self, ref: ObjectRef) -> None:
+        """The scheduler acknowledges the next stop of the object (its command succeeds) but
+        does not carry it out: the object goes on as before (Slurm: ``scancel`` exits 0 having
+        signalled nothing)."""
+        raise CannotInject("ignore_next_stop")
 
     def unfired(self) -> Sequence[str] | None:
         """The call faults armed on this target that have not fired yet, each named as its
@@ -493,6 +545,7 @@ __all__ = [
     "LookAlike",
     "Lookup",
     "Probe",
+    "ReplyLoss",
     "Signalled",
     "fault_needs",
     "look_alike_need",

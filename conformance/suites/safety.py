@@ -4,11 +4,14 @@ tests."""
 
 from __future__ import annotations
 
-from conformance.checks import CheckFailed, Context, Needs, check
+import contextlib
+
+from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import Fault, Probe
-from conformance.steps import look
+from conformance.steps import look, ref_text
 from conformance.suites.capability import answer_for
-from dispatch_core import Capability, JobSpec, Tristate
+from conformance.suites.clauses import SEED_000
+from dispatch_core import OUTPUT, Capability, DispatchError, JobSpec, Tristate, Unsupported
 from dispatch_core.clock import pause
 
 SHELL_CLAUSE = (
@@ -116,4 +119,122 @@ def hostile_values_reach_the_job(ctx: Context) -> None:
         not wrong_dirs,
         f"ranks ran in {', '.join(f'rank {r}: {p!r}' for r, p in wrong_dirs)}, not the work_dir "
         f"{work_dir!r}",
+    )
+
+
+FOREIGN_NAMESPACE = "x-conformance"
+"""A namespace no adapter honours; it sorts after ``dispatch``, so an adapter that stops
+reading the extensions at the core's own ones never meets it."""
+FOREIGN_NAMES = ("Partition", "Queue", "Image")
+"""Names adapters honour in their own namespaces (a Slurm partition, a Kubernetes queue, the
+core's image): under another namespace each is still foreign."""
+
+
+def refused_as_foreign(ctx: Context, spec: JobSpec, what: str) -> None:
+    """make_plan or start refuses ``spec`` with Unsupported (a plan made is started)."""
+    try:
+        made = ctx.start(ctx.plan(spec))
+    except Unsupported:
+        return
+    except DispatchError as error:
+        ctx.fail(f"{what} was refused with {type(error).__name__} ({error}), not Unsupported")
+        return
+    ctx.fail(
+        f"{what} was started as {ref_text(made)}: an extension from another namespace must be "
+        "refused with Unsupported, never ignored or read as the adapter's own"
+    )
+
+
+@check(
+    "SAFE-002",
+    clause=(
+        f"{SEED_000}, How Submit uses the answers: an adapter refuses an extension from another "
+        "namespace itself, with ErrUnsupported"
+    ),
+)
+def foreign_extensions_are_refused(ctx: Context) -> None:
+    """An extension from another namespace is refused with Unsupported, even beside dispatch.*."""
+    for name in FOREIGN_NAMES:
+        key = f"{FOREIGN_NAMESPACE}.{name}"
+        refused_as_foreign(ctx, ctx.spec(extensions={key: "x"}), f"a spec with {key}=x")
+    key = f"{FOREIGN_NAMESPACE}.{FOREIGN_NAMES[0]}"
+    beside = ctx.spec(extensions={OUTPUT: "/tmp/dispatch-conformance.out"})
+    if answer_for(ctx, beside, Capability.OUTPUT_PATH).value is Tristate.YES:
+        spec = ctx.spec(extensions={**beside.extensions, key: "x"})
+        refused_as_foreign(ctx, spec, f"a spec with {OUTPUT} and {key}=x")
+
+
+def hostile_args(canary: str) -> tuple[str, ...]:
+    """Command arguments that a shell would run, split, expand, join or end early if the batch
+    script met them unquoted: each must reach the command as one argument, byte for byte."""
+    return (
+        f"$(touch {canary})",
+        f"`touch {canary}`",
+        f"x; touch {canary}",
+        f"x && touch {canary} #",
+        f"| touch {canary}",
+        "it's a \"quoted\" 'value'",
+        "$HOME ${PATH} $1 $$",
+        "first line\nsecond line",
+        "* ? [a-z] {a,b} ~",
+        "a\\b\\\\c\\n\\",
+        "  leading and trailing  ",
+        "",
+        "-n",
+        "--",
+        "!! !$",
+        "naïve ✓ 日本 ß",
+        "%s %d %%",
+        "a\tb",
+        "#not a comment",
+    )
+
+
+@check(
+    "SAFE-003",
+    clause=SHELL_CLAUSE,
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.HOST_PATHS, Probe.COMMANDS)),
+)
+def hostile_arguments_reach_the_command(ctx: Context) -> None:
+    """Hostile command arguments reach the command exactly; nothing else runs or prints."""
+    scratch = ctx.scratch_dir()
+    canary = f"{scratch}/{CANARY}"
+    output = f"{scratch}/output.txt"
+    args = hostile_args(canary)
+    spec = ctx.spec(command=("printf", "%s\\n", *args), extensions={OUTPUT: output})
+    answer = answer_for(ctx, spec, Capability.OUTPUT_PATH)
+    if answer.value is not Tristate.YES:
+        raise Skip(f"adapter declares OutputPath {answer.value}: the command's output is unseen")
+    ref = ctx.start(ctx.plan(spec))
+    ctx.faults.let_run(ref)
+    host = ctx.host
+    wanted = "".join(f"{arg}\n" for arg in args)
+
+    def settled() -> bool | None:
+        # All of it printed, or the job ended (a job the harness keeps running may not end).
+        return host.read(output) == wanted or look(ctx, ref, "while it runs").state.ended or None
+
+    with contextlib.suppress(CheckFailed):
+        ctx.wait_until(settled, "the job's output", 60.0)
+    ctx.expect(
+        not host.exists(canary),
+        f"a command argument ran as shell: {canary} exists after the job ran",
+    )
+    text = host.read(output)
+    if text == wanted:
+        return
+    if text is None:
+        ctx.fail(f"the job printing its arguments left no output at {output!r}")
+        return
+    lines, expected = text.split("\n"), wanted.split("\n")
+    wrong = [
+        f"line {i + 1}: {got!r}, not {want!r}"
+        for i, (got, want) in enumerate(zip(lines, expected, strict=False))
+        if got != want
+    ]
+    if len(lines) != len(expected):
+        wrong.append(f"{len(lines) - 1} lines, not {len(expected) - 1}")
+    ctx.fail(
+        "the job's output is not exactly the command's arguments, one a line (an argument was "
+        f"split, expanded or changed, or the batch script printed something): {'; '.join(wrong)}"
     )

@@ -84,8 +84,10 @@ def test_what_each_shape_offers_and_lacks() -> None:
     refused = {n: f"harness cannot inject {why}" for n, why in REFUSED.items()}
     assert {n: slurm.lacks(n) for n in known if slurm.lacks(n)} == refused
     assert refused == {
+        "commands": "harness cannot inject commands (the memory scheduler runs no command: it "
+        "records each execution's ranks and their environment)",
         "signals": "harness cannot inject signals (the memory scheduler models no time limit "
-        "and no signal: its adapter declares PreTerminationSignal no)"
+        "and no signal: its adapter declares PreTerminationSignal no)",
     }
     lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
     assert lacking == refused | {

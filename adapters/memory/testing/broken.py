@@ -339,6 +339,29 @@ class HoldAssumesTimeoutLanded(MemoryBackend):
             super().release(ref, hold)
 
 
+class ReleaseRetriesLostReply(MemoryBackend):
+    """release takes OutcomeUnknown for a release that did not land and sends it again without
+    reading the object back: when the first one landed, the second finds no hold (Conflict)."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        try:
+            super().release(ref, hold)
+        except OutcomeUnknown:
+            super().release(ref, hold)
+
+
+class RequeueRetriesLostReply(MemoryBackend):
+    """requeue takes OutcomeUnknown for a requeue that did not land and sends it again without
+    reading the object back: when the first one landed, the second finds the object pending
+    (Rejected)."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        try:
+            super().requeue(ref)
+        except OutcomeUnknown:
+            super().requeue(ref)
+
+
 class CaseInsensitiveIdentityCheck(MemoryBackend):
     """The identity check compares the object's name with the ref's without regard to case,
     as ``squeue --name`` matches (the submit-time rule is kept)."""
@@ -357,6 +380,16 @@ class CaseInsensitiveIdentityCheck(MemoryBackend):
         if mismatch is not None:
             raise NotFound(f"{self.name}: job {ref.id} is not the ref's: {mismatch}")
         return job
+
+
+class ForeignExtensionsIgnored(MemoryBackend):
+    """start drops the extensions of namespaces other than ``dispatch`` and runs the job
+    without them, instead of refusing them with Unsupported: it runs otherwise than asked."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        kept = {k: v for k, v in plan.spec.extensions.items() if k.startswith("dispatch.")}
+        spec = plan.spec.model_copy(update={"extensions": kept})
+        return super().start(plan.model_copy(update={"spec": spec}), submission, attempt)
 
 
 class OpenIgnoresHistory(MemoryBackend):
@@ -480,6 +513,24 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-008",),
     ),
     Broken(
+        "release_retries_lost_reply",
+        ReleaseRetriesLostReply.__doc__ or "",
+        ReleaseRetriesLostReply,
+        only=("HOLD-009",),
+    ),
+    Broken(
+        "requeue_retries_lost_reply",
+        RequeueRetriesLostReply.__doc__ or "",
+        RequeueRetriesLostReply,
+        only=("IDENT-050",),
+    ),
+    Broken(
+        "foreign_extensions_ignored",
+        ForeignExtensionsIgnored.__doc__ or "",
+        ForeignExtensionsIgnored,
+        only=("SAFE-002",),
+    ),
+    Broken(
         "open_ignores_history",
         OpenIgnoresHistory.__doc__ or "",
         OpenIgnoresHistory,
@@ -521,6 +572,9 @@ ignores_ref_cluster = _factory("ignores_ref_cluster")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
+release_retries_lost_reply = _factory("release_retries_lost_reply")
+requeue_retries_lost_reply = _factory("requeue_retries_lost_reply")
+foreign_extensions_ignored = _factory("foreign_extensions_ignored")
 open_ignores_history = _factory("open_ignores_history")
 
 

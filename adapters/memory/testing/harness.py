@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from adapters.memory import MemoryBackend, Shape
-from adapters.memory.cluster import Job
+from adapters.memory.cluster import Job, MemoryCluster
 from adapters.memory.kube import (
     ANNOTATION_ATTEMPT,
     ANNOTATION_SUBMISSION,
@@ -41,9 +41,10 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    ReplyLoss,
     look_alike_need,
 )
-from dispatch_core import Clock, JobID, ObjectRef, VirtualClock
+from dispatch_core import Cause, Clock, JobID, ObjectRef, Rejected, State, VirtualClock
 
 SLURM_SHAPE: Final = IdentityModel(
     lookup=Lookup.NAME, reuses_ids=True, requeue_moves_submit=True, history_outlives_live=True
@@ -64,8 +65,11 @@ _EVERY_SHAPE: Final = frozenset(
         Fault.REQUEUE_UNDERNEATH,
         Fault.PURGE,
         Fault.LOSE_NODE,
+        Fault.PREEMPT,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
+        Fault.VANISH_BEFORE_READ_BACK,
+        Fault.IGNORE_NEXT_STOP,
         look_alike_need(LookAlike.CASE_VARIANT),
         look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
         look_alike_need(LookAlike.NO_IDENTITY),
@@ -83,12 +87,17 @@ OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
         Fault.REUSE_ID,
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_IDENTITY_HISTORY,
+        Fault.LAG_HISTORY,
         look_alike_need(LookAlike.COMMA_LIST),
     },
     "kubeflow": _EVERY_SHAPE,
 }
 """The faults and probes each shape provides."""
 REFUSED: Final[Mapping[str, str]] = {
+    Probe.COMMANDS: (
+        "commands (the memory scheduler runs no command: it records each execution's ranks "
+        "and their environment)"
+    ),
     Probe.SIGNALS: (
         "signals (the memory scheduler models no time limit and no signal: its adapter "
         "declares PreTerminationSignal no)"
@@ -99,6 +108,7 @@ KUBE_REFUSED: Final[Mapping[str, str]] = {
     Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a UID)",
     Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a UID)",
     Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
+    Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
     look_alike_need(LookAlike.COMMA_LIST): (
         "look_alike:comma_list (a Kubernetes label value cannot hold a comma, and a label "
         "selector never splits one)"
@@ -136,10 +146,47 @@ OTHER_NAMESPACE: Final = "someone-else"
 """The namespace of another user's objects (the adapter lists its own namespace only)."""
 
 
+class LaggingHistory(list[Job]):
+    """A memory cluster's history that takes no new record of the objects in ``lagging`` (by
+    serial): :meth:`MemoryFaults.lag_history`. The records it withheld are in ``withheld``."""
+
+    def __init__(self, records: list[Job]) -> None:
+        super().__init__(records)
+        self.lagging: set[int] = set()
+        self.withheld: list[Job] = []
+
+    def append(self, record: Job) -> None:
+        if record.serial in self.lagging:
+            self.withheld.append(record)
+        else:
+            super().append(record)
+
+
 def _case_variant(label: str, index: int) -> str:
     if index == 0:
         return label.upper()
     return "".join(c.upper() if i % 2 == index % 2 else c for i, c in enumerate(label))
+
+
+class _Vanish:
+    """The cluster's ``lost_reply`` for one write, once: after the write took effect, its
+    object ends and is purged (and its id taken by another's object, with ``reuse_id``)."""
+
+    def __init__(self, cluster: MemoryCluster, operation: str, reuse_id: bool) -> None:
+        self.cluster, self.operation, self.reuse_id = cluster, operation, reuse_id
+        self.replies = cluster.lost_reply
+
+    def __call__(self, kind: str, native_id: str = "*") -> None:
+        self.replies(kind, native_id)
+        if kind != self.operation:
+            return
+        cluster = self.cluster
+        delattr(cluster, "lost_reply")  # one shot: the cluster's own method again
+        if native_id == "*":  # start: the object it just made
+            native_id = max(cluster.jobs.values(), key=lambda job: job.serial).native_id
+        cluster.delete(native_id)
+        if self.reuse_id:
+            cluster.reuse_id(native_id)
 
 
 class MemoryFaults(FaultInjector):
@@ -175,9 +222,32 @@ class MemoryFaults(FaultInjector):
     def lose_node(self, ref: ObjectRef) -> None:
         self.cluster.lose_node(ref.id)
 
+    def preempt(self, ref: ObjectRef) -> None:
+        """Requeued when requeueable (as a lost node requeues it), else failed, preempted."""
+        job = self.cluster.require(ref.id)
+        if job.state is not State.RUNNING:
+            raise Rejected(f"{ref.id} is {job.state.value}, not running: nothing to preempt")
+        self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} preempt {ref.id}")
+        if job.requeue_flag:
+            self.cluster.requeue(job)
+        else:
+            self.cluster.fail(ref.id, Cause.PREEMPTED)
+
+    def lag_history(self, ref: ObjectRef) -> None:
+        """Accounting takes no new record of the object from now on (its requeues' and its
+        purge's): find and open see what history had of it before."""
+        self._refuse(Fault.LAG_HISTORY)
+        job = self.cluster.require(ref.id)
+        history = self.cluster.history
+        if not isinstance(history, LaggingHistory):
+            history = self.cluster.history = LaggingHistory(history)
+        history.lagging.add(job.serial)
+        self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} lag history {ref.id}")
+
     # -- an administrator -------------------------------------------------------------------------
 
-    def requeue_underneath(self, ref: ObjectRef) -> None:
+    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+        # The memory scheduler requeues at once: no requeue is ever in flight.
         self.cluster.requeue_underneath(ref.id)
 
     def purge(self, ref: ObjectRef) -> None:
@@ -199,8 +269,9 @@ class MemoryFaults(FaultInjector):
 
     # -- the calls --------------------------------------------------------------------------------
 
-    def lose_next_reply(self, operation: str) -> None:
-        if operation not in OPERATIONS:
+    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
+        # The memory adapter runs no command: a reply lost is a timeout, nothing else.
+        if operation not in OPERATIONS or form is not ReplyLoss.TIMEOUT:
             raise CannotInject(f"lose_next_reply({operation})")
         self.cluster.fault("*", f"lose-reply-{operation}")
 
@@ -208,6 +279,18 @@ class MemoryFaults(FaultInjector):
         if operation not in OPERATIONS:
             raise CannotInject(f"fail_before_effect({operation})")
         self.cluster.fault("*", f"timeout-{operation}")
+
+    def vanish_before_read_back(self, operation: str, *, reuse_id: bool = False) -> None:
+        if operation not in ("start", "stop"):
+            raise CannotInject(f"vanish_before_read_back({operation})")
+        if reuse_id:
+            self._refuse(Fault.REUSE_ID)
+        # The adapter's write asks the cluster whether its reply is lost once the write took
+        # effect: the object vanishes then, before the adapter can read it back.
+        setattr(self.cluster, "lost_reply", _Vanish(self.cluster, operation, reuse_id))  # noqa: B010
+
+    def ignore_next_stop(self, ref: ObjectRef) -> None:
+        self.cluster.ignore_next_cancel(ref.id)
 
     def unfired(self) -> list[str]:
         # The cluster's armed one-shot faults, as "<kind>:<native id>" (the memory cluster's
@@ -221,6 +304,10 @@ class MemoryFaults(FaultInjector):
             ):
                 if kind.startswith(prefix):
                     named.append(f"{need}({kind.removeprefix(prefix)})")
+        named += ["ignore_next_stop" for _ in self.cluster._ignore_cancel]
+        vanish = vars(self.cluster).get("lost_reply")
+        if isinstance(vanish, _Vanish):
+            named.append(f"vanish_before_read_back({vanish.operation})")
         return named
 
     # -- look-alikes ------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ check each was written for, alone, catches it.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import subprocess
 from collections.abc import Callable, Sequence
@@ -23,8 +24,10 @@ from dataclasses import dataclass
 from typing import Final
 
 from adapters.slurm import SlurmBackend
+from adapters.slurm.backend import _latest_incarnations
+from adapters.slurm.parse import JobLine
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
-from dispatch_core import ObjectRef, Plan
+from dispatch_core import JobID, ObjectRef, Observation, Plan
 
 # -- broken adapters ----------------------------------------------------------------------------
 
@@ -87,6 +90,100 @@ class WorkDirCdInScript(SlurmBackend):
         return super().command(op, argv, stdin)
 
 
+class CommandUnquoted(SlurmBackend):
+    """The batch script's ``srun`` line joins the command's arguments with spaces, unquoted,
+    instead of through ``shlex.quote``: an argument with a space, a quote, a ``$`` or a ``;``
+    is split, expanded or run by the batch shell."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        self._argv = plan.spec.command
+        return super().start(plan, submission, attempt)
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        words = getattr(self, "_argv", ())
+        if op == "sbatch" and stdin is not None and words:
+            quoted = " ".join(shlex.quote(arg) for arg in words)
+            stdin = stdin.replace(f" -- {quoted}\n", f" -- {' '.join(words)}\n")
+        return super().command(op, argv, stdin)
+
+
+class _FindHooks(SlurmBackend):
+    """``find`` as the Slurm adapter's, with its two merges of history and the live view as
+    methods a broken adapter overrides: which accounting rows are one object, and which row is
+    an earlier incarnation of a job squeue still shows."""
+
+    def incarnations(self, rows: list[JobLine]) -> list[JobLine]:
+        return _latest_incarnations(rows)
+
+    def earlier(self, current: JobLine | None, line: JobLine) -> bool:
+        return current is not None and current.submit >= line.submit and bool(current.restart_count)
+
+    def find(self, job_id: JobID) -> list[Observation]:
+        name = job_id.discovery_name()
+        live = self._named(name)
+        rows = self._accounted(name, max(0, int(job_id.ulid.timestamp) - 86_400)) or []
+        shown = {(line.job_id, line.submit) for line in live}
+        live_ids = {line.job_id: line for line in live}
+        observations = [self._observe(line) for line in live]
+        for line in self.incarnations(rows):
+            if (line.job_id, line.submit) in shown or self.earlier(live_ids.get(line.job_id), line):
+                continue
+            observations.append(self._observe(line))
+        return observations
+
+
+class EveryRowAnObject(_FindHooks):
+    """find takes every accounting row for an object of its own: a requeued object's earlier
+    incarnations (its REQUEUED, NODE_FAIL and PREEMPTED rows) show beside its last once it has
+    left squeue."""
+
+    def incarnations(self, rows: list[JobLine]) -> list[JobLine]:
+        return rows
+
+
+class LaggingRowAnObject(_FindHooks):
+    """find shows an accounting row of a job squeue still shows, under an earlier submit time,
+    as an object of its own: while accounting lags a requeue, the requeued object shows twice."""
+
+    def earlier(self, current: JobLine | None, line: JobLine) -> bool:
+        return False
+
+
+class NoCommentInHistoryUnknown(SlurmBackend):
+    """An accounting row without a comment is read as unknown (submission and attempt lost),
+    even where accounting keeps comments (job_comment): a foreign job with the job's name and
+    no comment is the job's own once it has left squeue."""
+
+    def _observe(self, line: JobLine) -> Observation:
+        seen = super()._observe(line)
+        if line.from_accounting and not line.comment:
+            return seen.model_copy(update={"foreign": False})
+        return seen
+
+
+class TrustsTheSbatchId(SlurmBackend):
+    """start takes the job squeue shows under the id sbatch printed for the job it submitted,
+    whatever its name: when that job has ended and its id was taken by another's object before
+    the read-back, start returns a ref made of the other's line."""
+
+    _starting: str | None = None
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        self._starting = plan.job.discovery_name()
+        try:
+            return super().start(plan, submission, attempt)
+        finally:
+            self._starting = None
+
+    def job_line(self, job_id: str) -> JobLine | None:
+        line = super().job_line(job_id)
+        if line is not None and self._starting is not None:
+            return dataclasses.replace(line, name=self._starting)
+        return line
+
+
 # -- the catalogue and its harnesses ---------------------------------------------------------------
 
 
@@ -144,12 +241,34 @@ CATALOGUE: Final[Sequence[Broken]] = (
         WorkDirCdInScript,
         only=("SAFE-001",),
     ),
+    Broken("command_unquoted", CommandUnquoted.__doc__ or "", CommandUnquoted, only=("SAFE-003",)),
     Broken("signal_dropped", SignalDropped.__doc__ or "", SignalDropped, only=("CAP-018",)),
     Broken(
         "preflight_leaves_probe_jobs",
         PreflightLeavesProbeJobs.__doc__ or "",
         PreflightLeavesProbeJobs,
         only=("CAP-019",),
+    ),
+    Broken(
+        "every_row_an_object", EveryRowAnObject.__doc__ or "", EveryRowAnObject, only=("IDENT-041",)
+    ),
+    Broken(
+        "lagging_row_an_object",
+        LaggingRowAnObject.__doc__ or "",
+        LaggingRowAnObject,
+        only=("IDENT-040",),
+    ),
+    Broken(
+        "trusts_the_sbatch_id",
+        TrustsTheSbatchId.__doc__ or "",
+        TrustsTheSbatchId,
+        only=("IDENT-060",),
+    ),
+    Broken(
+        "no_comment_in_history_unknown",
+        NoCommentInHistoryUnknown.__doc__ or "",
+        NoCommentInHistoryUnknown,
+        only=("IDENT-042",),
     ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
@@ -170,6 +289,8 @@ signal_dropped = _factory("signal_dropped")
 preflight_leaves_probe_jobs = _factory("preflight_leaves_probe_jobs")
 env_double_quoted = _factory("env_double_quoted")
 work_dir_cd_in_script = _factory("work_dir_cd_in_script")
+command_unquoted = _factory("command_unquoted")
+trusts_the_sbatch_id = _factory("trusts_the_sbatch_id")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]

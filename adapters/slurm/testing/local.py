@@ -37,7 +37,7 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike_forms,
 )
 from adapters.slurm.testing.sim import SLURM_IDENTITY
-from adapters.slurm.testing.transport import CallFaults, command_words, program
+from adapters.slurm.testing.transport import CallFaults, command_words, lost_reply, program
 from conformance.harness import (
     CannotInject,
     Fault,
@@ -47,6 +47,7 @@ from conformance.harness import (
     Host,
     LookAlike,
     Probe,
+    ReplyLoss,
     look_alike_need,
 )
 from dispatch_core import Clock, JobID, ObjectRef, Rejected, WallClock
@@ -69,6 +70,7 @@ LOCAL_OFFERS: Final = frozenset(
         *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.NEAR_IDENTITY),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
+        Probe.COMMANDS,
     ]
 )
 """What slurm-local may offer; :meth:`SlurmLocalHarness.lacks` asks the cluster's
@@ -84,6 +86,10 @@ OTHER_USER_REFUSED: Final = (
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
     "job on it)",
+    Fault.PREEMPT: "harness cannot inject preempt (a real preemption needs a PreemptType and a "
+    "job of a higher priority or QOS taking the running job's node)",
+    Fault.LAG_HISTORY: "harness cannot inject lag_history (slurmctld decides when a requeued "
+    "job's new record reaches slurmdbd, within seconds: nothing holds it back for a check)",
     look_alike_need(LookAlike.NEAR_IDENTITY): "harness cannot inject look_alike:near_identity "
     f"({len(NEAR_COMMENTS)} look-alikes, each a held job of the real cluster, do not fit its id "
     "space beside the suite's own; the comment parser they try is the code the simulator "
@@ -125,6 +131,8 @@ class LocalSlurm:
                 self.handed_out(native)
         if fault == "lose_reply":
             raise subprocess.TimeoutExpired(list(argv), timeout or 0.0)
+        if fault in ("reply_failure", "reply_garbled"):
+            return lost_reply(fault, words, done)
         return done
 
 
@@ -318,7 +326,7 @@ class LocalFaults(FaultInjector):
 
     # -- an administrator ------------------------------------------------------------------------
 
-    def requeue_underneath(self, ref: ObjectRef) -> None:
+    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
         self.let_run(ref)
         for argv in (
             ("scontrol", "update", f"JobId={ref.id}", "Requeue=1"),
@@ -327,7 +335,8 @@ class LocalFaults(FaultInjector):
             done = self._run(*argv)
             if done.returncode != 0:
                 raise CannotInject(f"requeue_underneath ({' '.join(argv)}: {done.stderr.strip()})")
-        self._wait(lambda row: row is None or row.state != "COMPLETING", ref, 60.0)
+        if not in_flight:
+            self._wait(lambda row: row is None or row.state != "COMPLETING", ref, 60.0)
 
     def _purge_bound(self) -> float:
         return self.harness.purge_bound()
@@ -390,8 +399,8 @@ class LocalFaults(FaultInjector):
             raise CannotInject(f"{fault} (the backend's transport is not the harness's)")
         return self.slurm.calls
 
-    def lose_next_reply(self, operation: str) -> None:
-        self._calls(f"lose_next_reply({operation})").arm(operation)
+    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
+        self._calls(f"lose_next_reply({operation})").arm(operation, form.value)
 
     def fail_before_effect(self, operation: str) -> None:
         self._calls(f"fail_before_effect({operation})").arm_before(operation)

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -42,7 +42,14 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike,
     slurm_look_alike_forms,
 )
-from adapters.slurm.testing.transport import SLURM_COMMANDS, CallFaults, command_words, program
+from adapters.slurm.testing.transport import (
+    LOSABLE,
+    SLURM_COMMANDS,
+    CallFaults,
+    command_words,
+    lost_reply,
+    program,
+)
 from conformance.harness import (
     CannotInject,
     Fault,
@@ -54,6 +61,7 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    ReplyLoss,
     Signalled,
     look_alike_need,
 )
@@ -96,11 +104,16 @@ SIM_OFFERS: Final = frozenset(
         Fault.REUSE_ID,
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_NODE,
+        Fault.PREEMPT,
+        Fault.LAG_HISTORY,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
+        Fault.VANISH_BEFORE_READ_BACK,
+        Fault.IGNORE_NEXT_STOP,
         *(look_alike_need(kind) for kind in LookAlike),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
+        Probe.COMMANDS,
         Probe.SIGNALS,
         Probe.INVENTORY,
         Probe.PREFLIGHT,
@@ -203,6 +216,9 @@ class SimCluster:
 
     def __init__(self, config: SlurmConfig) -> None:
         self.calls = CallFaults()
+        # (operation, what happens once its call took effect, before the caller sees the reply)
+        self.after: list[tuple[str, Callable[[Sequence[str], str], None]]] = []
+        self.ignored: list[str] = []  # job ids whose next scancel exits 0 and does nothing
         self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
         weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
         # The cluster reads about the wall time: find bounds sacct by the job id's ULID time.
@@ -230,6 +246,9 @@ class SimCluster:
         command = program(words)
         if command not in SLURM_COMMANDS:
             return self.local.run(argv, stdin=stdin, timeout=timeout)
+        if command == "scancel" and words[-1] in self.ignored:
+            self.ignored.remove(words[-1])
+            return subprocess.CompletedProcess(list(argv), 0, "", "")
         fault = self.calls.take(words)
         if fault == "lose_reply":
             # The call takes effect; its reply is lost after the caller's timeout (virtual).
@@ -237,7 +256,15 @@ class SimCluster:
         elif fault == "before_effect":
             # The call times out (after the caller's timeout, virtual) before it takes effect.
             self.sim.faults.timeout_before(command, args=tuple(words[1:]))
-        return self.sim.run(argv, stdin=stdin, env=self.env, timeout=timeout)
+        done = self.sim.run(argv, stdin=stdin, env=self.env, timeout=timeout)
+        for index, (operation, then) in enumerate(self.after):
+            if LOSABLE[operation](words) and done.returncode == 0:
+                del self.after[index]
+                then(words, done.stdout)
+                break
+        if fault in ("reply_failure", "reply_garbled"):
+            return lost_reply(fault, words, done)
+        return done
 
     def admin(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         """A command run by someone other than the adapter (an administrator, another user)."""
@@ -363,18 +390,32 @@ class SimFaults(FaultInjector):
         else:
             self.sim.faults.node_failure(node)
 
+    def preempt(self, ref: ObjectRef) -> None:
+        """Preemption (mode requeue): a job submitted --requeue, or marked Requeue=1, is
+        requeued with a PREEMPTED row in accounting; any other ends PREEMPTED."""
+        job = self.cluster.require(ref)
+        self._let_run(job)
+        self.sim.faults.preempt(job.job_id)
+        self._finish_requeue(job)
+
+    def lag_history(self, ref: ObjectRef) -> None:
+        """slurmdbd gets no new record of the job from now on (its requeues' incarnations):
+        sacct keeps showing its older rows, as in the seconds after a real requeue."""
+        self.sim.controller.lag_accounting(self.cluster.require(ref))
+
     # -- an administrator ------------------------------------------------------------------------
 
-    def requeue_underneath(self, ref: ObjectRef) -> None:
-        self._requeue_underneath(self.cluster.require(ref))
+    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+        self._requeue_underneath(self.cluster.require(ref), settle=not in_flight)
 
-    def _requeue_underneath(self, job: Job) -> None:
+    def _requeue_underneath(self, job: Job, settle: bool = True) -> None:
         self._let_run(job)
         # The adapter submits --no-requeue unless it asked for native requeue: an administrator
         # raises the flag first (slurm-lab §7.6i), then requeues.
         self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
         self.sim.faults.requeue_underneath(job.job_id)
-        self._finish_requeue(job)
+        if settle:
+            self._finish_requeue(job)
 
     def _finish_requeue(self, job: Job) -> None:
         """Let a requeue in flight (COMPLETING) finish: the job is back in the queue, with its
@@ -427,14 +468,39 @@ class SimFaults(FaultInjector):
 
     # -- the calls -----------------------------------------------------------------------------
 
-    def lose_next_reply(self, operation: str) -> None:
-        self.cluster.calls.arm(operation)
+    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
+        self.cluster.calls.arm(operation, form.value)
+
+    def vanish_before_read_back(self, operation: str, *, reuse_id: bool = False) -> None:
+        if operation not in ("start", "stop"):
+            raise CannotInject(f"vanish_before_read_back({operation})")
+
+        def vanish(words: Sequence[str], stdout: str) -> None:
+            native = parse_sbatch_id(stdout) if operation == "start" else words[-1]
+            job = self.sim.controller.jobs.get(int(native)) if native else None
+            if job is None:
+                return  # gone already
+            self._end(job)
+            self._aged(job)
+            if reuse_id:
+                self.sim.faults.reuse_id(
+                    job.job_id, name="someone-elses-job", hold=True, run_for=None
+                )
+            else:
+                self.sim.faults.purge_now(job.job_id)
+
+        self.cluster.after.append((operation, vanish))
 
     def fail_before_effect(self, operation: str) -> None:
         self.cluster.calls.arm_before(operation)
 
+    def ignore_next_stop(self, ref: ObjectRef) -> None:
+        self.cluster.ignored.append(ref.id)
+
     def unfired(self) -> list[str]:
-        return self.cluster.calls.unfired()
+        vanishing = [f"vanish_before_read_back({op})" for op, _ in self.cluster.after]
+        ignoring = ["ignore_next_stop" for _ in self.cluster.ignored]
+        return self.cluster.calls.unfired() + vanishing + ignoring
 
     # -- look-alikes -------------------------------------------------------------------------------
 
