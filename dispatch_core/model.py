@@ -20,6 +20,7 @@ from pydantic import (
     StrictInt,
     field_validator,
     model_serializer,
+    model_validator,
 )
 from pydantic_core import core_schema
 from ulid import ULID
@@ -331,6 +332,9 @@ class JobSpec(Value):
     nodes: Annotated[StrictInt, Field(ge=1)] = 1
     procs_per_node: Annotated[StrictInt, Field(ge=0)] = 0
     extensions: dict[str, str] = Field(default_factory=dict)
+    secret_env: tuple[str, ...] = ()
+    """The names of the ``env`` entries whose values are credentials: the job sees them, but no
+    record, report or log holds their values (DESIGN §12). Kept sorted and without repeats."""
 
     @field_validator("command")
     @classmethod
@@ -380,6 +384,34 @@ class JobSpec(Value):
                 )
             _refuse_nul(f"extensions[{key!r}]", value)
         return extensions
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(sorted(set(names)))
+
+    @model_validator(mode="after")
+    def _secret_env_in_env(self) -> JobSpec:
+        # A mark naming no env entry is a typo that would leave the real credential unmarked.
+        unknown = [name for name in self.secret_env if name not in self.env]
+        if unknown:
+            raise ValueError(f"secret_env names {unknown} that env does not set")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _drop_empty_secret_env(self, handler: Any) -> dict[str, Any]:
+        # Absent when nothing is marked, so every dump made before the field existed is unchanged.
+        data: dict[str, Any] = handler(self)
+        if not self.secret_env:
+            data.pop("secret_env", None)
+        return data
+
+    def __repr_args__(self) -> Any:
+        # A repr ends up in logs and tracebacks: it shows a secret env entry's name, not its value.
+        for name, value in super().__repr_args__():
+            if name == "env" and self.secret_env:
+                value = {k: "<secret>" if k in self.secret_env else v for k, v in self.env.items()}
+            yield name, value
 
     def namespace_extensions(self, namespace: str) -> dict[str, str]:
         """The extensions of one namespace, keyed by their Name part."""

@@ -1,0 +1,161 @@
+"""What a record may hold of a job spec: no credential-bearing value, ever (DESIGN §9, §12).
+
+A credential reaches a spec in three recognisable ways, and each is taken out before anything is
+written:
+
+- **an env entry**: its value is left out when the spec marks the name secret
+  (``JobSpec.secret_env``) or when the name itself says so (``API_TOKEN``, ``PGPASSWORD``, ...;
+  :func:`is_secret_name`); the record keeps the name, in ``RecordedSpec.withheld_env``;
+- **a URI** anywhere in any text (``scheme://...``): its userinfo is removed, and the value of
+  every query, fragment or path parameter whose name is secret is replaced by ``<redacted>``;
+- **a ``name=value`` pair** in free text outside a URI (``--password=x``, ``PGPASSWORD=x cmd``),
+  and in a command the argument after a secret-named flag (``--token x``): the value is replaced.
+
+A bare credential anywhere else (a positional argument, a path) cannot be told from any other
+text: pass it in an env entry marked secret. Redaction is idempotent, and it is applied to every
+text of every record by the store itself (:func:`scrub`), not only to the spec.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from typing import Final
+from urllib.parse import unquote_plus
+
+from dispatch_core.model import JobSpec
+
+REDACTED: Final = "<redacted>"
+"""What stands in a record where a credential was."""
+
+_SECRET_WORDS: Final = re.compile(
+    r"token|passw|pwd|secret|key|sig|auth|credential|cookie|session|bearer|jwt|private|cert",
+    re.IGNORECASE,
+)
+_URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'`]*")
+_NAME_EQ: Final = re.compile(r"(?P<name>[A-Za-z0-9_.\-]+)=")
+_SPACE: Final = re.compile(r"\s")
+_FLAG: Final = re.compile(r"-{1,2}[A-Za-z0-9_.\-]+")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a parameter, flag or env name says its value is a credential (case-insensitive;
+    ``token``, ``password``, ``secret``, ``key``, ``signature``/``sig``, ``auth``, ``credential``,
+    ``cookie``, ``session``, ...). It errs on the side of leaving a value out."""
+    return _SECRET_WORDS.search(unquote_plus(name)) is not None
+
+
+def _params(text: str, separators: str) -> str:
+    """``text`` (``a=1&token=x``) with the value of every secret-named parameter redacted."""
+    out = []
+    for part in re.split(f"([{re.escape(separators)}])", text):
+        name, eq, _value = part.partition("=")
+        out.append(f"{name}={REDACTED}" if eq and is_secret_name(name) else part)
+    return "".join(out)
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` without its userinfo and with its secret parameters' values redacted.
+
+    The userinfo is everything up to the last ``@`` before the first ``/`` after the scheme, so
+    a password holding an unencoded ``@``, ``:``, ``?`` or ``#`` still goes (a host that is then
+    lost is the lesser harm); an unencoded ``/`` in a password is not a URI (RFC 3986) and ends
+    the authority."""
+    scheme, _, rest = uri.partition("://")
+    slash = rest.find("/")
+    authority = rest if slash < 0 else rest[:slash]
+    at = authority.rfind("@")
+    if at >= 0:
+        rest = rest[at + 1 :]
+    rest, hash_, fragment = rest.partition("#")
+    rest, question, query = rest.partition("?")
+    rest = _params(rest, ";/")  # path parameters (;jsessionid=...), and any name=value
+    query = _params(query, "&;")
+    fragment = _params(fragment, "&;")
+    return f"{scheme}://{rest}{question}{query}{hash_}{fragment}"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URI redacted (:func:`redact_uri`) and, outside URIs, the value of
+    every secret-named ``name=value`` pair replaced, up to the next white space (so a value
+    holding ``&``, ``;`` or even ``://`` goes whole)."""
+    uris = [(m.start(), m.end()) for m in _URI.finditer(text)]
+    cuts: list[tuple[int, int]] = []
+    pos = 0
+    while (match := _NAME_EQ.search(text, pos)) is not None:
+        eq = match.end() - 1
+        inside = any(start <= eq < end for start, end in uris)
+        if not inside and is_secret_name(match["name"]):
+            space = _SPACE.search(text, eq + 1)
+            end = len(text) if space is None else space.start()
+            cuts.append((eq + 1, end))
+            pos = end
+        else:
+            pos = match.end()
+    # A URI is either wholly inside a cut (cuts end at white space, URIs hold none) or apart.
+    spans = sorted(
+        [(start, end, REDACTED) for start, end in cuts]
+        + [
+            (start, end, redact_uri(text[start:end]))
+            for start, end in uris
+            if not any(c0 <= start < c1 for c0, c1 in cuts)
+        ]
+    )
+    out, last = [], 0
+    for start, end, replacement in spans:
+        out.append(text[last:start])
+        out.append(replacement)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def redact_command(command: tuple[str, ...]) -> tuple[str, ...]:
+    """Each argument redacted, and the argument after a secret-named flag (``--token x``)."""
+    out: list[str] = []
+    for arg in command:
+        previous = out[-1] if out else ""
+        flag = _FLAG.fullmatch(previous) is not None and is_secret_name(previous)
+        out.append(REDACTED if flag else redact_text(arg))
+    return tuple(out)
+
+
+def scrub(value: object) -> object:
+    """A JSON value (as ``model_dump(mode="json")`` makes) with every text redacted, keys too."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, Mapping):
+        return {redact_text(str(k)): scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub(v) for v in value]
+    return value
+
+
+def canonical_json(value: object) -> str:
+    """The one text of a JSON value: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def spec_digest(data: object) -> str:
+    """``sha256:`` and the hex digest of ``data``'s canonical JSON."""
+    return "sha256:" + hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+
+def withheld_env(spec: JobSpec) -> tuple[str, ...]:
+    """The env names whose values a record leaves out: marked secret, or named like a secret."""
+    return tuple(sorted(n for n in spec.env if n in spec.secret_env or is_secret_name(n)))
+
+
+__all__ = [
+    "REDACTED",
+    "canonical_json",
+    "is_secret_name",
+    "redact_command",
+    "redact_text",
+    "redact_uri",
+    "scrub",
+    "spec_digest",
+    "withheld_env",
+]
