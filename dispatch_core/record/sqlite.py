@@ -142,6 +142,9 @@ class SqliteRecordStore:
             if user_version(self._db) != SCHEMA_VERSION:
                 with self._transaction():
                     migrate(self._db)
+        except sqlite3.DatabaseError as error:
+            self._db.close()
+            raise StoreError(f"{self.path}: not a usable record store: {error}") from error
         except BaseException:
             self._db.close()
             raise
