@@ -169,8 +169,10 @@ class Fault(StrEnum):
     FAIL_BEFORE_EFFECT = "fail_before_effect"
     VANISH_BEFORE_READ_BACK = "vanish_before_read_back"
     IGNORE_NEXT_STOP = "ignore_next_stop"
+    IGNORE_NEXT_WRITE = "ignore_next_write"
     PREEMPT = "preempt"
     LAG_HISTORY = "lag_history"
+    NEAR_HOLD = "near_hold"
 
 
 class ReplyLoss(StrEnum):
@@ -306,12 +308,16 @@ class FaultInjector:
         the adapter sees a timeout, and nothing changed on the target."""
         raise CannotInject(f"fail_before_effect({operation})")
 
-    def vanish_before_read_back(self, operation: str, *, reuse_id: bool = False) -> None:
+    def vanish_before_read_back(
+        self, operation: str, *, reuse_id: bool = False, early: bool = False
+    ) -> None:
         """The next ``operation`` (``start`` or ``stop``) takes effect and its reply arrives,
         but before the adapter can read its object back the object ends, leaves the live view
         (its history, if kept, stays) and, with ``reuse_id``, its native id is taken by a new
         object that is not the job's (another user's, held). The object of a start ends as a
-        cancel ends it. A harness whose adapter reads nothing back still ends and purges it."""
+        cancel ends it. A harness whose adapter reads nothing back still ends and purges it.
+        With ``early`` (a stop, without ``reuse_id``), the object ends and leaves the live view
+        just before the stop's own call instead, which then meets no object."""
         raise CannotInject(f"vanish_before_read_back({operation})")
 
     def ignore_next_stop(self, ref: ObjectRef) -> None:
@@ -319,6 +325,13 @@ class FaultInjector:
         does not carry it out: the object goes on as before (Slurm: ``scancel`` exits 0 having
         signalled nothing)."""
         raise CannotInject("ignore_next_stop")
+
+    def ignore_next_write(self, operation: str) -> None:
+        """The scheduler acknowledges the next ``operation`` (``hold``, ``release`` or
+        ``requeue``; its command succeeds) but does not carry it out: the object goes on as
+        before (Slurm: the ``scontrol`` call that carries it exits 0 having changed nothing).
+        Named ``ignore_next_write(<operation>)`` by :meth:`unfired` until it fires."""
+        raise CannotInject(f"ignore_next_write({operation})")
 
     def unfired(self) -> Sequence[str] | None:
         """The call faults armed on this target that have not fired yet, each named as its
@@ -355,6 +368,18 @@ class FaultInjector:
     def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
         """A few words on form ``variant`` of ``kind`` (for failure messages)."""
         return f"{kind.value} #{variant}"
+
+    def near_hold_forms(self) -> int:
+        """How many forms :meth:`near_hold` has here (``variant`` is taken modulo it)."""
+        return 1
+
+    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
+        """Someone other than the adapter (the user by hand, an administrator) writes in the
+        queued object's field that the adapter's holds live in a value just outside the hold
+        encoding, in form ``variant``: the object is deferred, but carries no hold number
+        (Slurm: a StartTime of SubmitTime + HoldBase + k for k = 0 or k = HoldBound, either
+        side of the valid range). Returns a few words on the form, for failure messages."""
+        raise CannotInject("near_hold")
 
 
 # -- paths on the cluster ----------------------------------------------------------------------

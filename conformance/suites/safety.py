@@ -8,10 +8,18 @@ import contextlib
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import Fault, Probe
-from conformance.steps import look, ref_text
+from conformance.steps import found, long_spec, look, ref_text, run
 from conformance.suites.capability import answer_for
-from conformance.suites.clauses import SEED_000
-from dispatch_core import OUTPUT, Capability, DispatchError, JobSpec, Tristate, Unsupported
+from conformance.suites.clauses import DESIGN_HOLDS, SEED_000
+from dispatch_core import (
+    OUTPUT,
+    Capability,
+    DispatchError,
+    JobSpec,
+    State,
+    Tristate,
+    Unsupported,
+)
 from dispatch_core.clock import pause
 
 SHELL_CLAUSE = (
@@ -237,4 +245,59 @@ def hostile_arguments_reach_the_command(ctx: Context) -> None:
     ctx.fail(
         "the job's output is not exactly the command's arguments, one a line (an argument was "
         f"split, expanded or changed, or the batch script printed something): {'; '.join(wrong)}"
+    )
+
+
+@check(
+    "SAFE-004",
+    clause=(
+        f"{DESIGN_HOLDS}: valid only for 0 < k < 1_000_000; DESIGN §9, parsers are strict and "
+        "total, never a guess"
+    ),
+    needs=Needs(faults=(Fault.NEAR_HOLD,)),
+)
+def near_holds_are_no_holds(ctx: Context) -> None:
+    """A value just outside the hold encoding is no hold: open and find show no hold number."""
+    for variant in range(ctx.faults.near_hold_forms()):
+        plan = ctx.plan(long_spec(ctx))
+        ref = ctx.start(plan)
+        form = ctx.faults.near_hold(ref, variant)
+        seen = look(ctx, ref, f"after someone else set {form}")
+        ctx.expect(
+            seen.hold is None and seen.state is not State.HELD,
+            f"open showed the object {seen.state} with hold {seen.hold} after someone else "
+            f"set {form}: that value carries no hold number",
+        )
+        shown = found(ctx, plan.job, f"after someone else set {form}").get(ref.id)
+        ctx.expect(
+            shown is not None and shown.hold is None and shown.state is not State.HELD,
+            f"find showed the object {shown.state if shown else 'nowhere'} with hold "
+            f"{shown.hold if shown else None} after someone else set {form}",
+        )
+
+
+@check(
+    "SAFE-005",
+    clause=(
+        f"{SEED_000}, Rule support: the backend enforces a rule only when its native offer "
+        "includes it (recorded in Plan.Native and passed to every Start)"
+    ),
+    needs=Needs(faults=(Fault.LET_RUN, Fault.LOSE_NODE)),
+)
+def nothing_requeues_unasked(ctx: Context) -> None:
+    """A lost node ends an object whose plan pushed no rule down: the scheduler requeues nothing."""
+    plan = ctx.plan(long_spec(ctx))
+    if plan.native is not None and plan.native.rules:
+        raise Skip(f"the plan of an empty policy carries native rules {plan.native.rules}")
+    ref = ctx.start(plan)
+    before = run(ctx, ref)
+    ctx.faults.lose_node(ref)
+    pause(ctx.clock, 5.0)
+    seen = look(ctx, ref, "after its node was lost")
+    restarts = (before.restart_count or 0, seen.restart_count or 0)
+    ctx.expect(
+        seen.state.ended and restarts[1] == restarts[0],
+        f"after its node was lost the object is {seen.state} with restart count {restarts[1]} "
+        f"(it was {restarts[0]}): the scheduler requeued it, though its plan pushed no requeue "
+        "rule down (an execution no rule ordered, outside every budget)",
     )

@@ -392,6 +392,19 @@ class ForeignExtensionsIgnored(MemoryBackend):
         return super().start(plan.model_copy(update={"spec": spec}), submission, attempt)
 
 
+class LenientHoldDecoding(MemoryBackend):
+    """A pending object's start time decodes to a hold number without the range check: one
+    HoldBase after its submit time reads as hold 0, one HoldBase + HoldBound after it as hold
+    HoldBound, though neither is a hold anyone placed."""
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        number = job.eligible - job.submit - HoldBase
+        if job.state is State.QUEUED and seen.hold is None and 0 <= number <= HoldBound:
+            return seen.model_copy(update={"state": State.HELD, "hold": number})
+        return seen
+
+
 class OpenIgnoresHistory(MemoryBackend):
     """Declares AccountingHistory yes, but open reads only the live view (``squeue``, never
     ``sacct``): an object that ended and left the live view is NotFound, its end never read
@@ -531,6 +544,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("SAFE-002",),
     ),
     Broken(
+        "lenient_hold_decoding",
+        LenientHoldDecoding.__doc__ or "",
+        LenientHoldDecoding,
+        only=("SAFE-004",),
+    ),
+    Broken(
         "open_ignores_history",
         OpenIgnoresHistory.__doc__ or "",
         OpenIgnoresHistory,
@@ -575,6 +594,7 @@ hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
 release_retries_lost_reply = _factory("release_retries_lost_reply")
 requeue_retries_lost_reply = _factory("requeue_retries_lost_reply")
 foreign_extensions_ignored = _factory("foreign_extensions_ignored")
+lenient_hold_decoding = _factory("lenient_hold_decoding")
 open_ignores_history = _factory("open_ignores_history")
 
 

@@ -10,7 +10,7 @@ and no accounting history, so it lacks the faults Kubernetes cannot have.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from adapters.memory import MemoryBackend, Shape
@@ -23,6 +23,7 @@ from adapters.memory.kube import (
     kube_annotations,
 )
 from adapters.slurm.testing.lookalikes import (
+    NEAR_HOLDS,
     OTHER_USER,
     describe_slurm_look_alike,
     slurm_look_alike,
@@ -88,6 +89,7 @@ OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_IDENTITY_HISTORY,
         Fault.LAG_HISTORY,
+        Fault.NEAR_HOLD,
         look_alike_need(LookAlike.COMMA_LIST),
     },
     "kubeflow": _EVERY_SHAPE,
@@ -108,6 +110,10 @@ KUBE_REFUSED: Final[Mapping[str, str]] = {
     Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a UID)",
     Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a UID)",
     Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
+    Fault.NEAR_HOLD: (
+        "near_hold (the kubeflow shape keeps a hold as its number, no start time to be one "
+        "step off the encoding)"
+    ),
     Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
     look_alike_need(LookAlike.COMMA_LIST): (
         "look_alike:comma_list (a Kubernetes label value cannot hold a comma, and a label "
@@ -169,19 +175,20 @@ def _case_variant(label: str, index: int) -> str:
 
 
 class _Vanish:
-    """The cluster's ``lost_reply`` for one write, once: after the write took effect, its
-    object ends and is purged (and its id taken by another's object, with ``reuse_id``)."""
+    """The cluster's ``lost_reply`` (or, ``early``, its ``timed_out``) for one write, once:
+    there, its object ends and is purged (and its id taken by another's, with ``reuse_id``)."""
 
-    def __init__(self, cluster: MemoryCluster, operation: str, reuse_id: bool) -> None:
+    def __init__(self, cluster: MemoryCluster, operation: str, reuse_id: bool, early: bool) -> None:
         self.cluster, self.operation, self.reuse_id = cluster, operation, reuse_id
-        self.replies = cluster.lost_reply
+        self.hook = "timed_out" if early else "lost_reply"
+        self.replies: Callable[[str, str], None] = getattr(cluster, self.hook)
 
     def __call__(self, kind: str, native_id: str = "*") -> None:
         self.replies(kind, native_id)
         if kind != self.operation:
             return
         cluster = self.cluster
-        delattr(cluster, "lost_reply")  # one shot: the cluster's own method again
+        delattr(cluster, self.hook)  # one shot: the cluster's own method again
         if native_id == "*":  # start: the object it just made
             native_id = max(cluster.jobs.values(), key=lambda job: job.serial).native_id
         cluster.delete(native_id)
@@ -280,14 +287,17 @@ class MemoryFaults(FaultInjector):
             raise CannotInject(f"fail_before_effect({operation})")
         self.cluster.fault("*", f"timeout-{operation}")
 
-    def vanish_before_read_back(self, operation: str, *, reuse_id: bool = False) -> None:
-        if operation not in ("start", "stop"):
+    def vanish_before_read_back(
+        self, operation: str, *, reuse_id: bool = False, early: bool = False
+    ) -> None:
+        if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
             raise CannotInject(f"vanish_before_read_back({operation})")
         if reuse_id:
             self._refuse(Fault.REUSE_ID)
-        # The adapter's write asks the cluster whether its reply is lost once the write took
-        # effect: the object vanishes then, before the adapter can read it back.
-        setattr(self.cluster, "lost_reply", _Vanish(self.cluster, operation, reuse_id))  # noqa: B010
+        # The adapter's write asks the cluster whether it timed out before its effect, and
+        # whether its reply is lost once it took effect: the object vanishes at one of those.
+        vanish = _Vanish(self.cluster, operation, reuse_id, early)
+        setattr(self.cluster, vanish.hook, vanish)
 
     def ignore_next_stop(self, ref: ObjectRef) -> None:
         self.cluster.ignore_next_cancel(ref.id)
@@ -305,10 +315,23 @@ class MemoryFaults(FaultInjector):
                 if kind.startswith(prefix):
                     named.append(f"{need}({kind.removeprefix(prefix)})")
         named += ["ignore_next_stop" for _ in self.cluster._ignore_cancel]
-        vanish = vars(self.cluster).get("lost_reply")
-        if isinstance(vanish, _Vanish):
-            named.append(f"vanish_before_read_back({vanish.operation})")
+        for hook in ("timed_out", "lost_reply"):
+            vanish = vars(self.cluster).get(hook)
+            if isinstance(vanish, _Vanish):
+                named.append(f"vanish_before_read_back({vanish.operation})")
         return named
+
+    def near_hold_forms(self) -> int:
+        return len(NEAR_HOLDS)
+
+    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
+        self._refuse(Fault.NEAR_HOLD)
+        job = self.cluster.require(ref.id)
+        if job.state is not State.QUEUED:
+            raise CannotInject(f"near_hold ({ref.id} is {job.state.value}, not queued)")
+        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
+        job.eligible = job.submit + offset
+        return form
 
     # -- look-alikes ------------------------------------------------------------------------------
 

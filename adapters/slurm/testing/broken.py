@@ -25,9 +25,10 @@ from typing import Final
 
 from adapters.slurm import SlurmBackend
 from adapters.slurm.backend import _latest_incarnations
+from adapters.slurm.identity import HoldBase, decode_hold
 from adapters.slurm.parse import JobLine
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
-from dispatch_core import JobID, ObjectRef, Observation, Plan
+from dispatch_core import HoldBound, JobID, ObjectRef, Observation, Plan, Rejected
 
 # -- broken adapters ----------------------------------------------------------------------------
 
@@ -87,6 +88,19 @@ class WorkDirCdInScript(SlurmBackend):
             argv = [arg for arg in argv if not arg.startswith("--chdir=")]
             first, _, rest = stdin.partition("\n")
             stdin = f"{first}\ncd {chdir[0].removeprefix('--chdir=')}\n{rest}"
+        return super().command(op, argv, stdin)
+
+
+class SubmittedRequeueable(SlurmBackend):
+    """The job is submitted with ``sbatch --requeue`` instead of ``--no-requeue``: Slurm
+    requeues it by itself after a node failure, an execution no rule ordered and no budget
+    counts."""
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        if op == "sbatch":
+            argv = ["--requeue" if arg == "--no-requeue" else arg for arg in argv]
         return super().command(op, argv, stdin)
 
 
@@ -187,6 +201,28 @@ class TrustsTheSbatchId(SlurmBackend):
 # -- the catalogue and its harnesses ---------------------------------------------------------------
 
 
+class HoldNumberPerSecond(SlurmBackend):
+    """A hold's number comes from the clock's whole seconds alone (not its milliseconds plus the
+    instance's count of holds): two holds on one object within a second take one number, and a
+    release naming the earlier one frees the later."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        line = self._checked(ref)
+        if line.state != "PENDING":
+            raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
+        current = decode_hold(line.eligible, line.submit)
+        number = int(self.clock.now()) % (HoldBound - 1) + 1
+        if number == current:
+            number = number % (HoldBound - 1) + 1
+        self._update(ref, f"StartTime=uts{line.submit + HoldBase + number}", "hold")
+        self._read_back_until(
+            ref,
+            lambda seen: seen is not None and decode_hold(seen.eligible, seen.submit) == number,
+            f"to carry hold {number}",
+        )
+        return number
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Slurm adapter: its name, the one thing wrong with it, its class, and the
@@ -242,6 +278,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("SAFE-001",),
     ),
     Broken("command_unquoted", CommandUnquoted.__doc__ or "", CommandUnquoted, only=("SAFE-003",)),
+    Broken(
+        "submitted_requeueable",
+        SubmittedRequeueable.__doc__ or "",
+        SubmittedRequeueable,
+        only=("SAFE-005",),
+    ),
     Broken("signal_dropped", SignalDropped.__doc__ or "", SignalDropped, only=("CAP-018",)),
     Broken(
         "preflight_leaves_probe_jobs",
@@ -270,6 +312,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         NoCommentInHistoryUnknown,
         only=("IDENT-042",),
     ),
+    Broken(
+        "hold_number_per_second",
+        HoldNumberPerSecond.__doc__ or "",
+        HoldNumberPerSecond,
+        only=("HOLD-010",),
+    ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
 
@@ -290,7 +338,9 @@ preflight_leaves_probe_jobs = _factory("preflight_leaves_probe_jobs")
 env_double_quoted = _factory("env_double_quoted")
 work_dir_cd_in_script = _factory("work_dir_cd_in_script")
 command_unquoted = _factory("command_unquoted")
+submitted_requeueable = _factory("submitted_requeueable")
 trusts_the_sbatch_id = _factory("trusts_the_sbatch_id")
+hold_number_per_second = _factory("hold_number_per_second")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]

@@ -32,6 +32,7 @@ from adapters.slurm.parse import (
 )
 from adapters.slurm.testing.lookalikes import (
     NEAR_COMMENTS,
+    NEAR_HOLDS,
     describe_slurm_look_alike,
     slurm_look_alike,
     slurm_look_alike_forms,
@@ -67,6 +68,7 @@ LOCAL_OFFERS: Final = frozenset(
         Fault.LOSE_IDENTITY_HISTORY,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
+        Fault.NEAR_HOLD,
         *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.NEAR_IDENTITY),
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
@@ -325,6 +327,18 @@ class LocalFaults(FaultInjector):
         raise CannotInject("lose_node (downing a real node would hit every job on it)")
 
     # -- an administrator ------------------------------------------------------------------------
+
+    def near_hold_forms(self) -> int:
+        return len(NEAR_HOLDS)
+
+    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
+        """``scontrol update StartTime=uts<epoch>`` of the pending job, as its owner types it."""
+        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
+        at = f"StartTime=uts{ref.submit_epoch + offset}"
+        done = self._run("scontrol", "update", f"JobId={ref.id}", at)
+        if done.returncode != 0:
+            raise CannotInject(f"near_hold (scontrol update {at}: {done.stderr.strip()})")
+        return form
 
     def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
         self.let_run(ref)

@@ -13,9 +13,18 @@ from typing import Final
 
 from ulid import ULID
 
-from adapters.slurm.identity import slurm_comment
+from adapters.slurm.identity import HoldBase, slurm_comment
 from conformance.harness import NEAR_DECIMALS, CannotInject, LookAlike, look_alike_need
-from dispatch_core import JobID
+from dispatch_core import HoldBound, JobID
+
+NEAR_HOLDS: Final[tuple[tuple[int, str], ...]] = (
+    (HoldBase, "StartTime = SubmitTime + HoldBase: hold number 0"),
+    (HoldBase + HoldBound, "StartTime = SubmitTime + HoldBase + HoldBound, one past the last"),
+    (HoldBase - 1, "StartTime = SubmitTime + HoldBase - 1"),
+)
+"""The start times (seconds after SubmitTime) just outside the hold encoding that every
+Slurm-shaped harness's :meth:`~conformance.harness.FaultInjector.near_hold` writes, with a few
+words on each: each decodes to no hold."""
 
 UNPARSABLE_COMMENTS: Final = (
     "dispatch:s=01;a=1",
@@ -142,6 +151,7 @@ __all__ = [
     "CASE_FORMS",
     "COMMA_FORMS",
     "NEAR_COMMENTS",
+    "NEAR_HOLDS",
     "NEAR_SHAPES",
     "OTHER_USER",
     "UNPARSABLE_COMMENTS",

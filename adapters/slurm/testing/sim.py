@@ -37,6 +37,7 @@ from typing import Any, Final
 from adapters.slurm import LocalTransport, SlurmBackend
 from adapters.slurm.parse import parse_sbatch_id
 from adapters.slurm.testing.lookalikes import (
+    NEAR_HOLDS,
     OTHER_USER,
     describe_slurm_look_alike,
     slurm_look_alike,
@@ -104,6 +105,8 @@ SIM_OFFERS: Final = frozenset(
         Fault.REUSE_ID,
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_NODE,
+        Fault.IGNORE_NEXT_WRITE,
+        Fault.NEAR_HOLD,
         Fault.PREEMPT,
         Fault.LAG_HISTORY,
         Fault.LOSE_NEXT_REPLY,
@@ -218,7 +221,10 @@ class SimCluster:
         self.calls = CallFaults()
         # (operation, what happens once its call took effect, before the caller sees the reply)
         self.after: list[tuple[str, Callable[[Sequence[str], str], None]]] = []
+        # (operation, what happens just before its call)
+        self.before: list[tuple[str, Callable[[Sequence[str], str], None]]] = []
         self.ignored: list[str] = []  # job ids whose next scancel exits 0 and does nothing
+        self.ignored_writes: list[str] = []  # operations whose next call exits 0, does nothing
         self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
         weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
         # The cluster reads about the wall time: find bounds sacct by the job id's ULID time.
@@ -246,9 +252,18 @@ class SimCluster:
         command = program(words)
         if command not in SLURM_COMMANDS:
             return self.local.run(argv, stdin=stdin, timeout=timeout)
+        for index, (operation, then) in enumerate(self.before):
+            if LOSABLE[operation](words):
+                del self.before[index]
+                then(words, "")
+                break
         if command == "scancel" and words[-1] in self.ignored:
             self.ignored.remove(words[-1])
             return subprocess.CompletedProcess(list(argv), 0, "", "")
+        for operation in self.ignored_writes:
+            if LOSABLE[operation](words):
+                self.ignored_writes.remove(operation)
+                return subprocess.CompletedProcess(list(argv), 0, "", "")
         fault = self.calls.take(words)
         if fault == "lose_reply":
             # The call takes effect; its reply is lost after the caller's timeout (virtual).
@@ -471,8 +486,10 @@ class SimFaults(FaultInjector):
     def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
         self.cluster.calls.arm(operation, form.value)
 
-    def vanish_before_read_back(self, operation: str, *, reuse_id: bool = False) -> None:
-        if operation not in ("start", "stop"):
+    def vanish_before_read_back(
+        self, operation: str, *, reuse_id: bool = False, early: bool = False
+    ) -> None:
+        if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
             raise CannotInject(f"vanish_before_read_back({operation})")
 
         def vanish(words: Sequence[str], stdout: str) -> None:
@@ -489,7 +506,7 @@ class SimFaults(FaultInjector):
             else:
                 self.sim.faults.purge_now(job.job_id)
 
-        self.cluster.after.append((operation, vanish))
+        (self.cluster.before if early else self.cluster.after).append((operation, vanish))
 
     def fail_before_effect(self, operation: str) -> None:
         self.cluster.calls.arm_before(operation)
@@ -497,10 +514,31 @@ class SimFaults(FaultInjector):
     def ignore_next_stop(self, ref: ObjectRef) -> None:
         self.cluster.ignored.append(ref.id)
 
+    def ignore_next_write(self, operation: str) -> None:
+        if operation not in ("hold", "release", "requeue"):
+            raise CannotInject(f"ignore_next_write({operation})")
+        self.cluster.ignored_writes.append(operation)
+
     def unfired(self) -> list[str]:
-        vanishing = [f"vanish_before_read_back({op})" for op, _ in self.cluster.after]
-        ignoring = ["ignore_next_stop" for _ in self.cluster.ignored]
+        vanishing = [
+            f"vanish_before_read_back({op})" for op, _ in self.cluster.before + self.cluster.after
+        ]
+        ignoring = ["ignore_next_stop" for _ in self.cluster.ignored] + [
+            f"ignore_next_write({op})" for op in self.cluster.ignored_writes
+        ]
         return self.cluster.calls.unfired() + vanishing + ignoring
+
+    def near_hold_forms(self) -> int:
+        return len(NEAR_HOLDS)
+
+    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
+        """``scontrol update StartTime=`` of the pending job, as its owner could type it."""
+        job = self.cluster.require(ref)
+        if job.state is not JobState.PENDING:
+            raise CannotInject(f"near_hold (job {job.job_id} is {job.state.value}, not pending)")
+        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
+        self.sim.controller.set_begin(job, job.submit_time + offset)
+        return form
 
     # -- look-alikes -------------------------------------------------------------------------------
 
