@@ -188,6 +188,12 @@ def foreign_look_alikes(ctx: Context, kind: LookAlike) -> None:
             f"object {native_id} ({form})",
         )
     ctx.expect(ref.id in seen and not seen[ref.id].foreign, f"find lost the job's own {ref.id}")
+    again = call(ctx, "a second start of submission 1", lambda: ctx.backend.start(plan, 1, 1))
+    ctx.expect(
+        again == ref,
+        f"a second start of submission 1, with the foreign objects present, made "
+        f"{ref_text(again)}, not {ref_text(ref)}",
+    )
     before = {i: visible(seen[i]) for i in foreign}
     call(ctx, f"stop({ref.id}) of the job's own object", lambda: ctx.backend.stop(ref))
     after = found(ctx, job, "after stopping the job's own object")
@@ -480,8 +486,7 @@ LOST_EXIT = 3
     ),
 )
 def foreign_stays_foreign_in_history(ctx: Context) -> None:
-    """A foreign object gone from the live view is never the job's: history that keeps identity
-    shows it foreign; history that lost it shows it unknown."""
+    """A foreign object gone from the live view is foreign still (unknown if history lost it)."""
     plan = ctx.plan(long_spec(ctx))
     job = plan.job
     made = {
@@ -584,6 +589,15 @@ def lost_start_reply_once(ctx: Context, plan: Plan, fault: str) -> None:
     except DispatchError as error:
         ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
     fired(ctx, fault.partition(" ")[0], what)
+    if lost is None and fault.endswith(ReplyLoss.GARBLED.value):
+        # The command said it succeeded: the object is there to be read back.
+        seen = found(ctx, plan.job, f"after the {what} raised OutcomeUnknown")
+        own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 1)
+        ctx.expect(
+            not own,
+            f"{what} raised OutcomeUnknown, yet its command said it succeeded and find shows "
+            f"submission 1's object {own}",
+        )
     ref = call(ctx, f"start again after the {what}", lambda: ctx.start(plan, 1, 1))
     if lost is not None:
         ctx.expect(
@@ -599,13 +613,14 @@ def lost_start_reply_once(ctx: Context, plan: Plan, fault: str) -> None:
 
 @check(
     "IDENT-060",
-    clause=f"{DESIGN_REOBSERVE}; {SEED_001}, The identity check: ids are reused",
+    clause=f"{SEED_001}, The identity check: ids are reused; DESIGN §3, re-observe never assume",
     needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK,)),
 )
 def vanished_before_read_back(ctx: Context) -> None:
     """An object that ends and leaves the live view (its id then taken by another's object, or
-    not) right after a start or a stop took effect: start returns that object, or raises
-    OutcomeUnknown only when find cannot tell it either, never another's; stop returns."""
+    not) right after a start or a stop took effect (or just before the stop): start returns
+    that object, or OutcomeUnknown only when find cannot tell it either, never another's; stop
+    returns."""
     for reuse in (False, True):
         plan = ctx.plan(long_spec(ctx))
         try:
@@ -640,24 +655,28 @@ def vanished_before_read_back(ctx: Context) -> None:
             f"{[ref_text(seen[i].ref) for i in own]}",
         )
         expect_ended(ctx, made, f"of the ref the {what} returned")
-    try:
+    for reuse, early, how in (
+        (False, True, "whose object ended and left the live view just before its call"),
+        (True, False, "whose object then left the live view and had its id taken"),
+    ):
         ref = ctx.start(ctx.plan(long_spec(ctx)))
-        ctx.faults.vanish_before_read_back("stop", reuse_id=True)
-    except CannotInject:
-        return  # ids are not reused here: the stop's read-back has nothing else to tell
-    what = f"stop({ref.id}), whose object then left the live view and had its id taken"
-    call(ctx, what, lambda: ctx.backend.stop(ref))
-    fired(ctx, "vanish_before_read_back(stop)", what)
-    expect_ended(ctx, ref, f"after the {what}")
+        try:
+            ctx.faults.vanish_before_read_back("stop", reuse_id=reuse, early=early)
+        except CannotInject:
+            continue  # ids are not reused here
+        what = f"stop({ref.id}), {how}"
+        stop(ctx, ref, how)
+        fired(ctx, "vanish_before_read_back(stop)", what)
+        expect_ended(ctx, ref, f"after the {what}")
 
 
 @check("IDENT-024", clause=f"{SEED_000}, Execution identity; DESIGN §4: N and R below 1,000,000")
 def start_refuses_numbers_out_of_range(ctx: Context) -> None:
-    """start refuses a submission or attempt outside [1, 1,000,000), or not an int at all (a
-    bool, a float, a text), with a DispatchError, and makes no object for it."""
+    """start refuses a submission or attempt outside [1, 1,000,000) and makes no object for it."""
     plan = ctx.plan(long_spec(ctx))
     last = EpochBound - 1
-    # A bool is an int to Python, and 1.0 equals 1, yet neither is a submission number.
+    # Nor is a value that is no int in it: a bool is an int to Python and 1.0 equals 1, yet
+    # neither is a submission number; the refusal is a DispatchError, never a crash.
     refused: tuple[tuple[object, object], ...] = (
         (0, 1),
         (1, 0),
@@ -881,6 +900,22 @@ def stop_verifies_the_end(ctx: Context) -> None:
     expect_ended(ctx, queued, "after stop of the queued object")
     call(ctx, f"a second stop({queued.id})", lambda: ctx.backend.stop(queued))
     expect_ended(ctx, queued, "after a second stop")
+    if ctx.harness.lacks(Fault.IGNORE_NEXT_STOP) is None:
+        # The scheduler acknowledges a stop it does not carry out: only a read-back tells.
+        ignored = ctx.start(ctx.plan(long_spec(ctx)))
+        ctx.faults.ignore_next_stop(ignored)
+        what = f"stop({ignored.id}), which the scheduler acknowledged and did not carry out"
+        try:
+            ctx.backend.stop(ignored)
+        except OutcomeUnknown:
+            pass
+        except DispatchError as error:
+            ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
+        else:
+            ctx.fail(f"{what} returned: the object has not ended")
+        fired(ctx, "ignore_next_stop", what)
+        call(ctx, f"stop({ignored.id}) again", lambda: ctx.backend.stop(ignored))
+        expect_ended(ctx, ignored, "after the stop that was carried out")
     running = ctx.start(ctx.plan(long_spec(ctx)))
     try:
         run(ctx, running)
@@ -888,6 +923,15 @@ def stop_verifies_the_end(ctx: Context) -> None:
         return  # the queued case is all this harness can show
     call(ctx, f"stop({running.id}) of a running object", lambda: ctx.backend.stop(running))
     expect_ended(ctx, running, "after stop of the running object")
+    if ctx.harness.lacks(Fault.REQUEUE_UNDERNEATH) is None:
+        # A stop while a requeue is under way (Slurm: COMPLETING) must still end the object,
+        # wherever the requeue leaves it.
+        requeued = ctx.start(ctx.plan(long_spec(ctx)))
+        run(ctx, requeued)
+        ctx.faults.requeue_underneath(requeued, in_flight=True)
+        what = f"stop({requeued.id}) while a requeue of it is under way"
+        call(ctx, what, lambda: ctx.backend.stop(requeued))
+        expect_ended(ctx, requeued, f"after the {what}")
 
 
 # -- writes whose command timed out ------------------------------------------------------------
@@ -975,6 +1019,39 @@ def lost_requeue_reply(ctx: Context) -> None:
         or seen.ref.submit > ref.submit,
         f"{what} took effect and its reply was lost, yet the object is not requeued: open "
         f"shows {visible(seen)} (before: {visible(before)})",
+    )
+
+
+@check(
+    "IDENT-051",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.IGNORE_NEXT_WRITE)),
+)
+def ignored_requeue_not_claimed(ctx: Context) -> None:
+    """A requeue the scheduler acknowledged but ignored is not claimed: OutcomeUnknown."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    # Requeued once already, so that a restart count above 0 is no sign of this requeue.
+    requeue(ctx, ref, "adapter")
+    back_in_queue(ctx, ref)
+    before = run(ctx, ref)
+    ctx.faults.ignore_next_write("requeue")
+    what = f"requeue({ref.id}) of the object running again"
+    returned, _ = timed_out(ctx, what, lambda: requeuer.requeue(ref))
+    fired(ctx, "ignore_next_write(requeue)", what)
+    if not returned:
+        return
+    seen = look(ctx, ref, f"after {what} returned")
+    restarts = (before.restart_count or 0, seen.restart_count or 0)
+    ctx.expect(
+        seen.state in (State.QUEUED, State.HELD)
+        or restarts[1] > restarts[0]
+        or seen.ref.submit > before.ref.submit,
+        f"{what} returned, though the scheduler ignored it: open shows {visible(seen)} "
+        f"(before: {visible(before)})",
     )
 
 

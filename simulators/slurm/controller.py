@@ -260,6 +260,7 @@ class Controller:
         self._next_id = config.first_job_id
         self._ready: set[int] = set()
         self._observers: list[Callable[[str, Job], None]] = []
+        self.lagging: set[int] = set()  # job seqs whose new records slurmdbd has not got
 
     # -- time --------------------------------------------------------------------------------------
 
@@ -433,9 +434,18 @@ class Controller:
             nodes=job.submission.nodes,
         )
         job.record = record
+        if job.seq in self.lagging:
+            return  # slurmdbd has not got it (yet): sacct shows the job's older rows only
         self.accounting.append(record)
         self.acct_by_id.setdefault(job.job_id, []).append(record)
         self.acct_by_name.setdefault(job.name.lower(), []).append(record)
+
+    def lag_accounting(self, job: Job) -> None:
+        """From now on slurmdbd gets no new record of ``job`` (its next incarnations): sacct
+        shows its older rows only, as for the seconds after a requeue on a real cluster, where
+        slurmctld sends the new record on its next db_inx pass (docs/fidelity.md)."""
+        self.lagging.add(job.seq)
+        self.log.append(f"t={self._now} lag accounting {job.job_id}")
 
     # -- scheduling --------------------------------------------------------------------------------
 

@@ -72,7 +72,9 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
     ids = [c.id for c in found]
     assert ids == sorted(ids)
     assert {c.suite for c in found} == {"identity", "hold"}
-    assert [i for i in ids if i.startswith("IDENT-")] == [f"IDENT-{n:03}" for n in range(1, 26)]
+    idents = [i for i in ids if i.startswith("IDENT-")]
+    assert idents[:25] == [f"IDENT-{n:03}" for n in range(1, 26)]
+    assert {"IDENT-040", "IDENT-041", "IDENT-042"} <= set(idents)  # issue 12's find checks
     assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 9)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
@@ -107,6 +109,9 @@ def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
         "IDENT-009",
         "IDENT-010",
         "IDENT-022",
+        "IDENT-040",  # history behind the live view: there is no history
+        "IDENT-041",
+        "IDENT-042",
         "HOLD-005",
     }
 
@@ -168,8 +173,15 @@ class ReopensAsItself(MemoryBackend):
 
 
 def _objects_matching(backend: MemoryBackend, job_id: JobID, same: Any) -> list[Job]:
+    """The user's objects whose name is ``same`` as the job's: live ones, then the latest
+    history record of each object gone from the live view (as ``MemoryCluster.named``)."""
     name = job_id.discovery_name()
-    return [j for j in backend.cluster.jobs.values() if j.owner == "me" and same(j.name, name)]
+    live = [j for j in backend.cluster.jobs.values() if j.owner == "me" and same(j.name, name)]
+    shown = {j.serial for j in live}
+    latest = {
+        j.serial: j for j in backend.cluster.history if j.owner == "me" and same(j.name, name)
+    }
+    return live + [j for serial, j in latest.items() if serial not in shown]
 
 
 class SubmissionAndAttemptSwapped(MemoryBackend):
@@ -513,6 +525,43 @@ class MissingVariableOnSecondRank(MemoryBackend):
         self.cluster.__class__ = SecondRankMissesEpoch
 
 
+class HistoryOnlyWhenNoneLive(ReopensAsItself):
+    """find reads history only when the live view shows none of the job's objects."""
+
+    def _objects_of(self, job_id: JobID) -> list[Job]:
+        found = super()._objects_of(job_id)
+        return [j for j in found if not j.purged] or found
+
+
+class EveryHistoryRecord(ReopensAsItself):
+    """find reports every history record of an object gone from the live view (each
+    requeue's incarnation), not its latest only."""
+
+    def _objects_of(self, job_id: JobID) -> list[Job]:
+        live = [j for j in super()._objects_of(job_id) if not j.purged]
+        if self.shape != "slurm":
+            return live
+        name, shown = job_id.discovery_name(), {j.serial for j in live}
+        history = self.cluster.history
+        return live + [
+            j for j in history if j.owner == "me" and j.name == name and j.serial not in shown
+        ]
+
+
+class ForeignUnknownInHistory(ReopensAsItself):
+    """Declares AccountingHistory yes (history keeps identity), yet reads a foreign object gone
+    from the live view as unknown, not foreign."""
+
+    def capabilities(self, spec: JobSpec | None) -> dict[Capability, Support]:
+        answers = super().capabilities(spec)
+        answers[Capability.ACCOUNTING_HISTORY] = Support.yes("history keeps identity")
+        return answers
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        return seen.model_copy(update={"foreign": False}) if job.purged else seen
+
+
 BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (SubmissionAndAttemptSwapped, "slurm", {"IDENT-001"}),
     (SubmissionAndAttemptSwapped, "kubeflow", {"IDENT-001"}),
@@ -561,6 +610,9 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (NumbersUnchecked, "slurm", {"IDENT-024"}),
     (IgnoresRefCluster, "slurm", {"IDENT-025"}),
     (IgnoresRefCluster, "kubeflow", {"IDENT-025"}),
+    (HistoryOnlyWhenNoneLive, "slurm", {"IDENT-040", "IDENT-041"}),
+    (EveryHistoryRecord, "slurm", {"IDENT-041"}),
+    (ForeignUnknownInHistory, "slurm", {"IDENT-042"}),
 ]
 
 
