@@ -28,7 +28,6 @@ from dispatch_core import (
     OUTPUT,
     EpochBound,
     Plan,
-    RuleKind,
     Unsupported,
 )
 
@@ -91,10 +90,10 @@ def batch_submission(plan: Plan, submission: int, attempt: int) -> BatchSubmissi
     output = spec.extensions.get(OUTPUT)
     if output is not None:
         argv += [f"--output={output}", "--open-mode=append"]
-    requeue = plan.native is not None and any(
-        plan.policy.rules[i].kind is RuleKind.REQUEUE for i in plan.native.rules
-    )
-    argv.append("--requeue" if requeue else "--no-requeue")
+    # Never requeueable by Slurm itself: its own requeue is no native rule (it cannot bound how
+    # often it requeues after node failures), so no plan pushes one down (docs/decisions.md);
+    # the adapter's requeue raises Requeue=1 first.
+    argv.append("--no-requeue")
     argv += slurm_options(spec.extensions)
 
     lines = ["#!/bin/bash", f"#SBATCH --nodes={spec.nodes}"]
