@@ -170,9 +170,21 @@ class Fault(StrEnum):
     VANISH_BEFORE_READ_BACK = "vanish_before_read_back"
     IGNORE_NEXT_STOP = "ignore_next_stop"
     IGNORE_NEXT_WRITE = "ignore_next_write"
+    RACE_NEXT_WRITE = "race_next_write"
     PREEMPT = "preempt"
     LAG_HISTORY = "lag_history"
+    DISABLE_HISTORY = "disable_history"
     NEAR_HOLD = "near_hold"
+
+
+class Race(StrEnum):
+    """What the scheduler does to the object between the adapter's read of it and its write
+    (:meth:`FaultInjector.race_next_write`)."""
+
+    STARTS = "starts"
+    """The queued object starts (its execution begins)."""
+    VANISHES = "vanishes"
+    """The object ends and leaves the live view (its history, if kept, stays)."""
 
 
 class ReplyLoss(StrEnum):
@@ -295,6 +307,12 @@ class FaultInjector:
         its live view (Slurm sends a requeued job's new record to accounting seconds later)."""
         raise CannotInject("lag_history")
 
+    def disable_history(self) -> None:
+        """An administrator switches the target's history off: from now on every read of it
+        says there is none (Slurm: ``AccountingStorageType=accounting_storage/none``, sacct's
+        "Slurm accounting storage is disabled"), and what leaves the live view is gone."""
+        raise CannotInject("disable_history")
+
     def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
         """The next ``operation`` (one of :data:`OPERATIONS`) takes effect but its reply is
         lost, as ``form`` says: the adapter sees a timeout (the default), a failure that says
@@ -332,6 +350,14 @@ class FaultInjector:
         before (Slurm: the ``scontrol`` call that carries it exits 0 having changed nothing).
         Named ``ignore_next_write(<operation>)`` by :meth:`unfired` until it fires."""
         raise CannotInject(f"ignore_next_write({operation})")
+
+    def race_next_write(self, operation: str, race: Race) -> None:
+        """The scheduler changes the object as ``race`` says just before the next
+        ``operation``'s (``hold``, ``release`` or ``requeue``) first write on it lands, after the
+        adapter read it: the write meets the changed object (Slurm: ``scontrol update`` answers
+        ``Job is no longer pending execution`` or ``Invalid job id specified``). Named
+        ``race_next_write(<operation>)`` by :meth:`unfired` until it fires."""
+        raise CannotInject(f"race_next_write({operation}, {race.value})")
 
     def unfired(self) -> Sequence[str] | None:
         """The call faults armed on this target that have not fired yet, each named as its
@@ -570,6 +596,7 @@ __all__ = [
     "LookAlike",
     "Lookup",
     "Probe",
+    "Race",
     "ReplyLoss",
     "Signalled",
     "fault_needs",

@@ -42,6 +42,7 @@ from dispatch_core import (
     NotFound,
     ObjectRef,
     Observation,
+    OutcomeUnknown,
     Plan,
     Policy,
     Rejected,
@@ -74,7 +75,9 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
     assert {c.suite for c in found} == {"identity", "hold"}
     idents = [i for i in ids if i.startswith("IDENT-")]
     assert idents[:25] == [f"IDENT-{n:03}" for n in range(1, 26)]
-    assert {"IDENT-040", "IDENT-041", "IDENT-042"} <= set(idents)  # issue 12's find checks
+    assert {"IDENT-040", "IDENT-041", "IDENT-042", "IDENT-043"} <= set(
+        idents
+    )  # issue 12's find checks
     assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 9)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
@@ -112,6 +115,7 @@ def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
         "IDENT-040",  # history behind the live view: there is no history
         "IDENT-041",
         "IDENT-042",
+        "IDENT-043",
         "HOLD-005",
     }
 
@@ -562,6 +566,15 @@ class ForeignUnknownInHistory(ReopensAsItself):
         return seen.model_copy(update={"foreign": False}) if job.purged else seen
 
 
+class FindNeedsHistory(ReopensAsItself):
+    """find fails (OutcomeUnknown) on a cluster whose history is switched off."""
+
+    def _objects_of(self, job_id: JobID) -> list[Job]:
+        if not self.cluster.accounting:
+            raise OutcomeUnknown(f"{self.name}: no accounting to read")
+        return super()._objects_of(job_id)
+
+
 BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (SubmissionAndAttemptSwapped, "slurm", {"IDENT-001"}),
     (SubmissionAndAttemptSwapped, "kubeflow", {"IDENT-001"}),
@@ -613,6 +626,7 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (HistoryOnlyWhenNoneLive, "slurm", {"IDENT-040", "IDENT-041"}),
     (EveryHistoryRecord, "slurm", {"IDENT-041"}),
     (ForeignUnknownInHistory, "slurm", {"IDENT-042"}),
+    (FindNeedsHistory, "slurm", {"IDENT-043"}),
 ]
 
 

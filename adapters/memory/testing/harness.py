@@ -89,6 +89,7 @@ OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_IDENTITY_HISTORY,
         Fault.LAG_HISTORY,
+        Fault.DISABLE_HISTORY,
         Fault.NEAR_HOLD,
         look_alike_need(LookAlike.COMMA_LIST),
     },
@@ -115,6 +116,7 @@ KUBE_REFUSED: Final[Mapping[str, str]] = {
         "step off the encoding)"
     ),
     Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
+    Fault.DISABLE_HISTORY: "disable_history (no accounting history on Kubernetes to switch off)",
     look_alike_need(LookAlike.COMMA_LIST): (
         "look_alike:comma_list (a Kubernetes label value cannot hold a comma, and a label "
         "selector never splits one)"
@@ -250,6 +252,13 @@ class MemoryFaults(FaultInjector):
             history = self.cluster.history = LaggingHistory(history)
         history.lagging.add(job.serial)
         self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} lag history {ref.id}")
+
+    def disable_history(self) -> None:
+        """Accounting off: no new record, and none of the old ones shows."""
+        self._refuse(Fault.DISABLE_HISTORY)
+        self.cluster.accounting = False
+        self.cluster.history = []
+        self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} accounting disabled")
 
     # -- an administrator -------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from adapters.slurm.backend import _latest_incarnations
 from adapters.slurm.identity import HoldBase, decode_hold
 from adapters.slurm.parse import JobLine
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
-from dispatch_core import HoldBound, JobID, ObjectRef, Observation, Plan, Rejected
+from dispatch_core import HoldBound, JobID, ObjectRef, Observation, OutcomeUnknown, Plan, Rejected
 
 # -- broken adapters ----------------------------------------------------------------------------
 
@@ -198,6 +198,18 @@ class TrustsTheSbatchId(SlurmBackend):
         return line
 
 
+class DisabledHistoryUnknown(SlurmBackend):
+    """A sacct that says accounting storage is disabled is taken for a failed read: on a
+    cluster that keeps no history, find raises OutcomeUnknown instead of showing the live
+    objects."""
+
+    def _accounted(self, name: str, since: int) -> list[JobLine] | None:
+        rows = super()._accounted(name, since)
+        if rows is None:
+            raise OutcomeUnknown(f"{self.name}: sacct failed")
+        return rows
+
+
 # -- the catalogue and its harnesses ---------------------------------------------------------------
 
 
@@ -221,6 +233,30 @@ class HoldNumberPerSecond(SlurmBackend):
             f"to carry hold {number}",
         )
         return number
+
+
+class HoldTrustsTheUpdate(SlurmBackend):
+    """hold and release take ``scontrol update``'s exit 0 for the hold placed or dropped, and
+    read nothing back: a hold the scheduler acknowledged and ignored is claimed."""
+
+    def _read_back_until(
+        self, ref: ObjectRef, landed: Callable[[JobLine | None], bool], what: str
+    ) -> JobLine | None:
+        if what.startswith(("to carry hold", "to drop hold")):
+            return None
+        return super()._read_back_until(ref, landed, what)
+
+
+class RequeueTrustsTheReply(SlurmBackend):
+    """requeue takes ``scontrol requeue``'s exit 0 for the requeue done, and reads nothing back:
+    a requeue the scheduler acknowledged and ignored is claimed."""
+
+    def _read_back_until(
+        self, ref: ObjectRef, landed: Callable[[JobLine | None], bool], what: str
+    ) -> JobLine | None:
+        if what == "back with a higher restart count":
+            return None
+        return super()._read_back_until(ref, landed, what)
 
 
 @dataclass(frozen=True)
@@ -307,6 +343,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-060",),
     ),
     Broken(
+        "disabled_history_unknown",
+        DisabledHistoryUnknown.__doc__ or "",
+        DisabledHistoryUnknown,
+        only=("IDENT-043",),
+    ),
+    Broken(
         "no_comment_in_history_unknown",
         NoCommentInHistoryUnknown.__doc__ or "",
         NoCommentInHistoryUnknown,
@@ -317,6 +359,18 @@ CATALOGUE: Final[Sequence[Broken]] = (
         HoldNumberPerSecond.__doc__ or "",
         HoldNumberPerSecond,
         only=("HOLD-010",),
+    ),
+    Broken(
+        "hold_trusts_the_update",
+        HoldTrustsTheUpdate.__doc__ or "",
+        HoldTrustsTheUpdate,
+        only=("HOLD-011",),
+    ),
+    Broken(
+        "requeue_trusts_the_reply",
+        RequeueTrustsTheReply.__doc__ or "",
+        RequeueTrustsTheReply,
+        only=("IDENT-051",),
     ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
@@ -341,6 +395,8 @@ command_unquoted = _factory("command_unquoted")
 submitted_requeueable = _factory("submitted_requeueable")
 trusts_the_sbatch_id = _factory("trusts_the_sbatch_id")
 hold_number_per_second = _factory("hold_number_per_second")
+hold_trusts_the_update = _factory("hold_trusts_the_update")
+requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]

@@ -90,6 +90,8 @@ LOCAL_REFUSED: Final[Mapping[str, str]] = {
     "job on it)",
     Fault.PREEMPT: "harness cannot inject preempt (a real preemption needs a PreemptType and a "
     "job of a higher priority or QOS taking the running job's node)",
+    Fault.DISABLE_HISTORY: "harness cannot inject disable_history (switching accounting off "
+    "takes a restart of slurmctld with another AccountingStorageType, for every user)",
     Fault.LAG_HISTORY: "harness cannot inject lag_history (slurmctld decides when a requeued "
     "job's new record reaches slurmdbd, within seconds: nothing holds it back for a check)",
     look_alike_need(LookAlike.NEAR_IDENTITY): "harness cannot inject look_alike:near_identity "

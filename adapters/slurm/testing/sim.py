@@ -44,6 +44,7 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike_forms,
 )
 from adapters.slurm.testing.transport import (
+    FIRST_CALLS,
     LOSABLE,
     SLURM_COMMANDS,
     CallFaults,
@@ -62,6 +63,7 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    Race,
     ReplyLoss,
     Signalled,
     look_alike_need,
@@ -106,9 +108,11 @@ SIM_OFFERS: Final = frozenset(
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_NODE,
         Fault.IGNORE_NEXT_WRITE,
+        Fault.RACE_NEXT_WRITE,
         Fault.NEAR_HOLD,
         Fault.PREEMPT,
         Fault.LAG_HISTORY,
+        Fault.DISABLE_HISTORY,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
         Fault.VANISH_BEFORE_READ_BACK,
@@ -225,6 +229,8 @@ class SimCluster:
         self.before: list[tuple[str, Callable[[Sequence[str], str], None]]] = []
         self.ignored: list[str] = []  # job ids whose next scancel exits 0 and does nothing
         self.ignored_writes: list[str] = []  # operations whose next call exits 0, does nothing
+        # (operation, what the scheduler does to the job named just before its first call)
+        self.raced: list[tuple[str, Callable[[int], None]]] = []
         self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
         weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
         # The cluster reads about the wall time: find bounds sacct by the job id's ULID time.
@@ -260,6 +266,12 @@ class SimCluster:
         if command == "scancel" and words[-1] in self.ignored:
             self.ignored.remove(words[-1])
             return subprocess.CompletedProcess(list(argv), 0, "", "")
+        for index, (operation, race) in enumerate(self.raced):
+            if FIRST_CALLS[operation](words):
+                del self.raced[index]
+                named = [w.removeprefix("JobId=") for w in words if w.startswith("JobId=")]
+                race(int(named[0]))
+                break
         for operation in self.ignored_writes:
             if LOSABLE[operation](words):
                 self.ignored_writes.remove(operation)
@@ -418,6 +430,12 @@ class SimFaults(FaultInjector):
         sacct keeps showing its older rows, as in the seconds after a real requeue."""
         self.sim.controller.lag_accounting(self.cluster.require(ref))
 
+    def disable_history(self) -> None:
+        """The cluster runs on without accounting storage (``accounting_storage/none``): sacct
+        prints "Slurm accounting storage is disabled" and exits 1; no new record is kept."""
+        config = dataclasses.replace(self.sim.config, accounting=False)
+        self.sim.config = self.sim.controller.config = config
+
     # -- an administrator ------------------------------------------------------------------------
 
     def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
@@ -514,6 +532,23 @@ class SimFaults(FaultInjector):
     def ignore_next_stop(self, ref: ObjectRef) -> None:
         self.cluster.ignored.append(ref.id)
 
+    def race_next_write(self, operation: str, race: Race) -> None:
+        if operation not in ("hold", "release", "requeue"):
+            raise CannotInject(f"race_next_write({operation}, {race.value})")
+
+        def change(job_id: int) -> None:
+            job = self.sim.controller.jobs.get(job_id)
+            if job is None:
+                return  # gone already
+            if race is Race.STARTS:
+                self._let_run(job)
+            else:
+                self._end(job)
+                self._aged(job)
+                self.sim.faults.purge_now(job.job_id)
+
+        self.cluster.raced.append((operation, change))
+
     def ignore_next_write(self, operation: str) -> None:
         if operation not in ("hold", "release", "requeue"):
             raise CannotInject(f"ignore_next_write({operation})")
@@ -525,7 +560,7 @@ class SimFaults(FaultInjector):
         ]
         ignoring = ["ignore_next_stop" for _ in self.cluster.ignored] + [
             f"ignore_next_write({op})" for op in self.cluster.ignored_writes
-        ]
+        ] + [f"race_next_write({op})" for op, _ in self.cluster.raced]
         return self.cluster.calls.unfired() + vanishing + ignoring
 
     def near_hold_forms(self) -> int:
