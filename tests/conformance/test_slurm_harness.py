@@ -30,7 +30,12 @@ from adapters.slurm.testing.local import (
     SlurmLocalHarness,
     TransportHost,
 )
-from adapters.slurm.testing.lookalikes import NEAR_COMMENTS, UNPARSABLE_COMMENTS, sibling
+from adapters.slurm.testing.lookalikes import (
+    NEAR_COMMENTS,
+    NEAR_HOLDS,
+    UNPARSABLE_COMMENTS,
+    sibling,
+)
 from adapters.slurm.testing.sim import SimFaults, SlurmSimHarness
 from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
@@ -269,6 +274,21 @@ def test_lose_node_fails_a_job_that_may_not_be_requeued(c: Cluster) -> None:
     seen = c.backend.open(ref)
     assert (seen.state, seen.cause) == (State.FAILED, Cause.NODE_LOST)
     assert c.backend.open(bystander).state is State.RUNNING  # the fault hit one object
+
+
+def test_near_hold_sets_a_start_time_just_outside_the_hold_encoding(c: Cluster) -> None:
+    assert c.faults.near_hold_forms() == len(NEAR_HOLDS)
+    for variant, (offset, words) in enumerate(NEAR_HOLDS):
+        ref = c.start()
+        assert c.faults.near_hold(ref, variant) == words
+        job = c.sim.job(int(ref.id))
+        assert job.begin_time - job.submit_time == offset
+        seen = c.backend.open(ref)
+        assert (seen.state, seen.hold) == (State.QUEUED, None)
+    running = c.start()
+    c.faults.let_run(running)
+    with pytest.raises(CannotInject, match="not pending"):
+        c.faults.near_hold(running)
 
 
 @pytest.mark.parametrize("alone", [True, False])

@@ -17,7 +17,7 @@ from adapters.memory.testing.harness import (
     REFUSED,
     UNPARSABLE_ANNOTATIONS,
 )
-from adapters.slurm.testing.lookalikes import UNPARSABLE_COMMENTS
+from adapters.slurm.testing.lookalikes import NEAR_HOLDS, UNPARSABLE_COMMENTS
 from conformance import CannotInject, Outcome, checks, run_check
 from conformance.harness import (
     OPERATIONS,
@@ -106,6 +106,7 @@ def test_the_kubeflow_faults_kubernetes_cannot_have_are_refused_when_asked() -> 
         (lambda: faults.reuse_id(ref), "Kubernetes never reuses a UID"),
         (lambda: faults.reuse_id_next(ref), "Kubernetes never reuses a UID"),
         (faults.lose_identity_history, "no accounting history"),
+        (lambda: faults.near_hold(ref), "no start time"),
         (lambda: faults.inject_look_alike(JOB, LookAlike.COMMA_LIST), "comma"),
     ):
         with pytest.raises(CannotInject, match=why):
@@ -150,6 +151,24 @@ def test_slurm_shaped_look_alikes_use_the_slurm_encoding() -> None:
     bare = faults.inject_look_alike(JOB, LookAlike.NO_IDENTITY)
     assert backend.cluster.jobs[bare].comment == ""
     assert {o.ref.id: o.foreign for o in backend.find(JOB)} == {bare: True}
+
+
+def test_near_hold_defers_the_queued_object_just_outside_the_hold_encoding() -> None:
+    harness = memory_slurm()
+    backend = harness.new_backend()
+    faults = harness.faults(backend)
+    assert faults.near_hold_forms() == len(NEAR_HOLDS)
+    for variant, (offset, words) in enumerate(NEAR_HOLDS):
+        plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JobID.new()))
+        ref = backend.start(plan, 1, 1)
+        assert faults.near_hold(ref, variant) == words
+        job = backend.cluster.jobs[ref.id]
+        assert job.eligible - job.submit == offset
+        seen = backend.open(ref)
+        assert (seen.state, seen.hold) == (State.QUEUED, None)
+        backend.stop(ref)
+        with pytest.raises(CannotInject, match="not queued"):
+            faults.near_hold(ref, variant)
 
 
 @pytest.mark.parametrize("shape", ["slurm", "kubeflow"])
