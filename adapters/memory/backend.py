@@ -255,6 +255,10 @@ class MemoryBackend:
         self.cluster.timed_out("release", job.native_id)
         self.cluster.release_value(job)
         self.cluster.lost_reply("release", job.native_id)
+        if job.hold_number() == hold:
+            raise OutcomeUnknown(
+                f"{self.name}: release of hold {hold} on {ref.id} did not read back"
+            )
 
     # -- Requeuer ---------------------------------------------------------------------------------
 
@@ -269,8 +273,11 @@ class MemoryBackend:
         job.requeue_flag = True
         if self.cluster.take_fault("crash-requeue", job.native_id):
             raise OutcomeUnknown(f"{self.name}: crashed after marking {ref.id} requeueable")
+        restarts = job.restart_count
         self.cluster.requeue(job)
         self.cluster.lost_reply("requeue", job.native_id)
+        if job.restart_count == restarts:
+            raise OutcomeUnknown(f"{self.name}: requeue of {ref.id} did not read back")
 
     # -- what a harness reads ----------------------------------------------------------------------
 

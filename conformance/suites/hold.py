@@ -7,9 +7,10 @@ but does not implement ``Holder`` fails, since behaviour contradicts a declared 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
-from conformance.harness import CannotInject, Fault
+from conformance.harness import CannotInject, Fault, Race
 from conformance.steps import (
     as_holder,
     back_in_queue,
@@ -35,6 +36,7 @@ from dispatch_core import (
     NotFound,
     ObjectRef,
     Observation,
+    OutcomeUnknown,
     Plan,
     Rejected,
     State,
@@ -392,3 +394,180 @@ def timed_out_hold_and_release_read_back(ctx: Context) -> None:
         fired(ctx, "fail_before_effect(hold)", f"hold({ref.id})")
     if placed and placed_number is not None:
         checked_hold(ctx, ref, placed_number, ", which returned though its command timed out")
+
+
+@check(
+    "HOLD-009",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.LOSE_NEXT_REPLY,)),
+)
+def lost_hold_and_release_replies(ctx: Context) -> None:
+    """A hold or release whose reply was lost answers what open then shows, or OutcomeUnknown."""
+    holder = holder_of(ctx)
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    ctx.faults.lose_next_reply("hold")
+    try:
+        number: int | None = holder.hold(ref)
+    except OutcomeUnknown:
+        number = None
+    except Rejected:
+        if look(ctx, ref, "after its hold was refused").state in (State.QUEUED, State.HELD):
+            raise CheckFailed(f"hold({ref.id}) of the pending object raised Rejected") from None
+        raise Skip("the scheduler started the object before its hold landed") from None
+    except DispatchError as error:
+        raise CheckFailed(
+            f"hold({ref.id}), whose reply was lost after it took effect, raised "
+            f"{type(error).__name__} ({error}), not a hold number nor OutcomeUnknown"
+        ) from None
+    fired(ctx, "lose_next_reply(hold)", f"hold({ref.id})")
+    seen = look(ctx, ref, "after the hold whose reply was lost")
+    ctx.expect(
+        seen.state is State.HELD and seen.hold is not None,
+        f"the hold of {ref.id} took effect and its reply was lost, yet open shows {visible(seen)}",
+    )
+    if number is not None:
+        ctx.expect(
+            seen.hold == number,
+            f"hold({ref.id}), whose reply was lost, returned {number}, but open shows "
+            f"{visible(seen)}",
+        )
+    carried = seen.hold
+    assert carried is not None
+    ctx.faults.lose_next_reply("release")
+    what = f"release({ref.id}, {carried})"
+    try:
+        holder.release(ref, carried)
+    except OutcomeUnknown:
+        pass
+    except DispatchError as error:
+        raise CheckFailed(
+            f"{what}, whose reply was lost after it took effect, raised {type(error).__name__} "
+            f"({error}), not a return nor OutcomeUnknown"
+        ) from None
+    fired(ctx, "lose_next_reply(release)", what)
+    seen = look(ctx, ref, f"after {what}, whose reply was lost")
+    ctx.expect(
+        seen.state is not State.HELD and seen.hold is None,
+        f"{what} took effect and its reply was lost, yet open shows {visible(seen)}",
+    )
+
+
+@check(
+    "HOLD-010",
+    clause=f"{SEED_000_HOLD}: refuses a release naming another instance",
+    needs=Needs(capabilities=(Capability.HOLD,)),
+)
+def every_hold_a_new_number(ctx: Context) -> None:
+    """Each hold on an object takes a number none before it took, whichever instance placed it."""
+    holder = holder_of(ctx)
+    _, ref, first = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    numbers = [first]
+    # Holds on the held object: by a reopened instance at once, by the first instance a
+    # millisecond on, by a new instance seconds on. Each replaces the hold carried (or, where
+    # the adapter refuses to hold a held object, follows its release).
+    steps = ((0.0, True, "a reopened adapter"), (0.001, False, "the first adapter"))
+    for gap, fresh, who in (*steps, (2.0, True, "a new adapter")):
+        pause(ctx.clock, gap)
+        placer = ctx.reopen() if fresh else holder
+        if not isinstance(placer, Holder):
+            raise CheckFailed("reopen gave an adapter instance that does not implement Holder")
+        when = f" by {who}, {gap:g} s after holds {numbers}"
+        carried = numbers[-1]
+        try:
+            number = placer.hold(ref)
+        except Rejected:
+            call(ctx, f"release({ref.id}, {carried})", partial(placer.release, ref, carried))
+            number = call(ctx, f"hold({ref.id}){when}", partial(placer.hold, ref))
+        except DispatchError as error:
+            raise CheckFailed(
+                f"hold({ref.id}) of the held object{when} raised {type(error).__name__} "
+                f"({error}), not a new hold nor Rejected"
+            ) from None
+        ctx.expect(
+            number not in numbers,
+            f"hold({ref.id}){when} returned {number}, a number the object carried before: a "
+            "stale release naming it would free the new hold",
+        )
+        checked_hold(ctx, ref, number, when)
+        for stale in numbers:
+            expect_conflict(ctx, holder, ref, stale, f"an earlier hold; {number} is carried")
+        numbers.append(number)
+    last = numbers[-1]
+    call(ctx, f"release({ref.id}, {last})", lambda: holder.release(ref, last))
+
+
+@check(
+    "HOLD-011",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.IGNORE_NEXT_WRITE,)),
+)
+def ignored_hold_and_release_not_claimed(ctx: Context) -> None:
+    """A hold or release the scheduler acknowledged but ignored is not claimed: OutcomeUnknown."""
+    holder = holder_of(ctx)
+    _, held_ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    ctx.faults.ignore_next_write("release")
+    what = f"release({held_ref.id}, {number})"
+    released, _ = timed_out(ctx, what, lambda: holder.release(held_ref, number))
+    fired(ctx, "ignore_next_write(release)", what)
+    if released:
+        seen = look(ctx, held_ref, f"after {what} returned")
+        ctx.expect(
+            seen.state is not State.HELD and seen.hold is None,
+            f"{what} returned, though the scheduler ignored it: open shows {visible(seen)}",
+        )
+    # The hold last: the scheduler may start the object while the adapter reads it back.
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    ctx.faults.ignore_next_write("hold")
+    try:
+        placed: int | None = holder.hold(ref)
+    except (OutcomeUnknown, Rejected):
+        placed = None  # Rejected: the scheduler started it meanwhile (HOLD-006's answer)
+    except DispatchError as error:
+        raise CheckFailed(
+            f"hold({ref.id}), which the scheduler acknowledged and ignored, raised "
+            f"{type(error).__name__} ({error}), not OutcomeUnknown"
+        ) from None
+    fired(ctx, "ignore_next_write(hold)", f"hold({ref.id})")
+    if placed is not None:
+        seen = look(ctx, ref, f"after hold({ref.id}) returned {placed}")
+        ctx.expect(
+            (seen.state, seen.hold) == (State.HELD, placed),
+            f"hold({ref.id}) returned {placed}, though the scheduler ignored it: open shows "
+            f"{visible(seen)}: a hold the adapter did not make",
+        )
+
+
+@check(
+    "HOLD-012",
+    clause=f"{DESIGN_REOBSERVE}; {DESIGN_HOLDS}: only a pending job can be held",
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.RACE_NEXT_WRITE,)),
+)
+def hold_racing_the_scheduler(ctx: Context) -> None:
+    """A hold whose object started or vanished just before it landed says so: Rejected, NotFound."""
+    holder = holder_of(ctx)
+    for race, answer in ((Race.STARTS, Rejected), (Race.VANISHES, NotFound)):
+        ref = ctx.start(ctx.plan(long_spec(ctx)))
+        ctx.faults.race_next_write("hold", race)
+        what = f"hold({ref.id}), whose object {race.value} just before the hold landed"
+        try:
+            number = holder.hold(ref)
+        except answer:
+            number = None
+        except DispatchError as error:
+            raise CheckFailed(
+                f"{what}, raised {type(error).__name__} ({error}), not {answer.__name__}: the "
+                "adapter can see what happened, and must say it (it placed no hold)"
+            ) from None
+        fired(ctx, "race_next_write(hold)", what)
+        if race is Race.VANISHES:
+            ctx.expect(number is None, f"{what}, returned {number}: a hold it did not make")
+            continue
+        seen = look(ctx, ref, f"after {what}")
+        ctx.expect(
+            number is None or (seen.state, seen.hold) == (State.HELD, number),
+            f"{what}, returned {number}, but open shows {visible(seen)}: a hold it did not make",
+        )
+        ctx.expect(
+            seen.state is not State.HELD and seen.hold is None,
+            f"after {what}, open shows {visible(seen)}",
+        )

@@ -339,15 +339,91 @@ class HoldAssumesTimeoutLanded(MemoryBackend):
             super().release(ref, hold)
 
 
-class ReleaseRetriesLostReply(MemoryBackend):
-    """release takes OutcomeUnknown for a release that did not land and sends it again without
-    reading the object back: when the first one landed, the second finds no hold (Conflict)."""
+class HoldsBesideTheCall(MemoryBackend):
+    """hold and release write the object's hold directly, not through the scheduler's call for
+    them that a lost reply hits: a check arming a lost reply for them tests nothing, and a
+    harness whose target replies so would see an adapter that never met it."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if job.state is not State.QUEUED:
+            raise Rejected(f"{self.name}: {ref.id} is {job.state.value}; only pending is held")
+        self.cluster.timed_out("hold", job.native_id)
+        number = job.holds_placed + 1
+        self.cluster.hold_value(job, number)
+        return number
 
     def release(self, ref: ObjectRef, hold: int) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        carried = job.hold_number()
+        if carried != hold:
+            raise Conflict(f"{self.name}: {ref.id} carries hold {carried}, not {hold}")
+        self.cluster.timed_out("release", job.native_id)
+        self.cluster.release_value(job)
+
+
+class HoldNumbersPerInstance(MemoryBackend):
+    """Hold numbers count this instance's holds, from 1: a reopened instance hands out the
+    numbers an earlier one did, and a release naming the earlier hold frees the later."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if job.state is not State.QUEUED:
+            raise Rejected(f"{self.name}: {ref.id} is {job.state.value}; only pending is held")
+        self.cluster.timed_out("hold", job.native_id)
+        number = self.__dict__.get("_holds", 0) + 1
+        self.__dict__["_holds"] = number
+        self.cluster.hold_value(job, number)
+        self.cluster.lost_reply("hold", job.native_id)
+        if job.hold_number() != number:
+            raise OutcomeUnknown(f"{self.name}: hold {number} on {ref.id} did not read back")
+        return number
+
+
+class ReleaseTrustsTheWrite(MemoryBackend):
+    """release returns once its write went out, reading nothing back: a release the scheduler
+    acknowledged and ignored is claimed."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        carried = job.hold_number()
+        if carried != hold:
+            raise Conflict(f"{self.name}: {ref.id} carries hold {carried}, not {hold}")
+        self.cluster.timed_out("release", job.native_id)
+        self.cluster.release_value(job)
+        self.cluster.lost_reply("release", job.native_id)
+
+
+class RequeueTrustsTheWrite(MemoryBackend):
+    """requeue returns once its write went out, reading nothing back: a requeue the scheduler
+    acknowledged and ignored is claimed."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if job.state in (State.QUEUED, State.HELD):
+            raise Rejected(f"{self.name}: {ref.id} is pending; only a started job is requeued")
+        self.cluster.timed_out("requeue", job.native_id)
+        job.requeue_flag = True
+        self.cluster.requeue(job)
+        self.cluster.lost_reply("requeue", job.native_id)
+
+
+class HoldRaceUnknown(MemoryBackend):
+    """A hold whose write the scheduler refused (the object started, or vanished, after the
+    adapter read it) is OutcomeUnknown, though the scheduler said which."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        if self._checked(ref).state is not State.QUEUED:
+            return super().hold(ref)
         try:
-            super().release(ref, hold)
-        except OutcomeUnknown:
-            super().release(ref, hold)
+            return super().hold(ref)
+        except (Rejected, NotFound):
+            raise OutcomeUnknown(f"{self.name}: the hold of {ref.id} failed") from None
 
 
 class RequeueRetriesLostReply(MemoryBackend):
@@ -526,9 +602,9 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-008",),
     ),
     Broken(
-        "release_retries_lost_reply",
-        ReleaseRetriesLostReply.__doc__ or "",
-        ReleaseRetriesLostReply,
+        "holds_beside_the_call",
+        HoldsBesideTheCall.__doc__ or "",
+        HoldsBesideTheCall,
         only=("HOLD-009",),
     ),
     Broken(
@@ -591,7 +667,7 @@ ignores_ref_cluster = _factory("ignores_ref_cluster")
 stop_assumes_timeout_landed = _factory("stop_assumes_timeout_landed")
 requeue_assumes_timeout_landed = _factory("requeue_assumes_timeout_landed")
 hold_assumes_timeout_landed = _factory("hold_assumes_timeout_landed")
-release_retries_lost_reply = _factory("release_retries_lost_reply")
+holds_beside_the_call = _factory("holds_beside_the_call")
 requeue_retries_lost_reply = _factory("requeue_retries_lost_reply")
 foreign_extensions_ignored = _factory("foreign_extensions_ignored")
 lenient_hold_decoding = _factory("lenient_hold_decoding")

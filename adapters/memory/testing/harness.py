@@ -42,10 +42,11 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    Race,
     ReplyLoss,
     look_alike_need,
 )
-from dispatch_core import Cause, Clock, JobID, ObjectRef, Rejected, State, VirtualClock
+from dispatch_core import Cause, Clock, JobID, NotFound, ObjectRef, Rejected, State, VirtualClock
 
 SLURM_SHAPE: Final = IdentityModel(
     lookup=Lookup.NAME, reuses_ids=True, requeue_moves_submit=True, history_outlives_live=True
@@ -71,6 +72,8 @@ _EVERY_SHAPE: Final = frozenset(
         Fault.FAIL_BEFORE_EFFECT,
         Fault.VANISH_BEFORE_READ_BACK,
         Fault.IGNORE_NEXT_STOP,
+        Fault.IGNORE_NEXT_WRITE,
+        Fault.RACE_NEXT_WRITE,
         look_alike_need(LookAlike.CASE_VARIANT),
         look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
         look_alike_need(LookAlike.NO_IDENTITY),
@@ -198,6 +201,49 @@ class _Vanish:
             cluster.reuse_id(native_id)
 
 
+class _Race:
+    """The cluster's ``timed_out`` for one write, once: there, after the adapter read the
+    object, it starts or vanishes, and the scheduler refuses the write that meets it."""
+
+    def __init__(self, cluster: MemoryCluster, operation: str, race: Race) -> None:
+        self.cluster, self.operation, self.race = cluster, operation, race
+        self.replies: Callable[[str, str], None] = cluster.timed_out
+
+    def __call__(self, kind: str, native_id: str = "*") -> None:
+        self.replies(kind, native_id)
+        if kind != self.operation:
+            return
+        cluster = self.cluster
+        delattr(cluster, "timed_out")  # one shot: the cluster's own method again
+        if self.race is Race.STARTS:
+            job = cluster.require(native_id)
+            wait = job.eligible - cluster.now()
+            if wait > 0 and isinstance(cluster.clock, VirtualClock):
+                cluster.clock.advance(wait)
+            cluster.let_run(native_id)
+            raise Rejected(f"{cluster.name}: {native_id} is no longer pending")
+        cluster.delete(native_id)
+        raise NotFound(f"{cluster.name}: no object {native_id}")
+
+
+_WRITES: Final[Mapping[str, str]] = {
+    "hold": "hold_value",
+    "release": "release_value",
+    "requeue": "requeue",
+}
+"""The cluster's method that carries each write an ``ignore_next_write`` can drop."""
+
+
+class _Ignored:
+    """The cluster's method that carries one write, once: it does nothing."""
+
+    def __init__(self, cluster: MemoryCluster, operation: str) -> None:
+        self.cluster, self.operation, self.hook = cluster, operation, _WRITES[operation]
+
+    def __call__(self, *args: object) -> None:
+        delattr(self.cluster, self.hook)  # one shot: the cluster's own method again
+
+
 class MemoryFaults(FaultInjector):
     """Every fault the memory scheduler models, on one backend's cluster, in its shape's
     encoding."""
@@ -311,6 +357,18 @@ class MemoryFaults(FaultInjector):
     def ignore_next_stop(self, ref: ObjectRef) -> None:
         self.cluster.ignore_next_cancel(ref.id)
 
+    def ignore_next_write(self, operation: str) -> None:
+        if operation not in _WRITES:
+            raise CannotInject(f"ignore_next_write({operation})")
+        ignored = _Ignored(self.cluster, operation)
+        setattr(self.cluster, ignored.hook, ignored)
+
+    def race_next_write(self, operation: str, race: Race) -> None:
+        if operation not in _WRITES:
+            raise CannotInject(f"race_next_write({operation}, {race.value})")
+        hook = "timed_out"  # asked by each write before it takes effect
+        setattr(self.cluster, hook, _Race(self.cluster, operation, race))
+
     def unfired(self) -> list[str]:
         # The cluster's armed one-shot faults, as "<kind>:<native id>" (the memory cluster's
         # own bookkeeping: armed here, consumed by the adapter's calls into the cluster).
@@ -328,6 +386,13 @@ class MemoryFaults(FaultInjector):
             vanish = vars(self.cluster).get(hook)
             if isinstance(vanish, _Vanish):
                 named.append(f"vanish_before_read_back({vanish.operation})")
+        for hook in _WRITES.values():
+            ignored = vars(self.cluster).get(hook)
+            if isinstance(ignored, _Ignored):
+                named.append(f"ignore_next_write({ignored.operation})")
+        race = vars(self.cluster).get("timed_out")
+        if isinstance(race, _Race):
+            named.append(f"race_next_write({race.operation})")
         return named
 
     def near_hold_forms(self) -> int:

@@ -259,6 +259,21 @@ class RequeueTrustsTheReply(SlurmBackend):
         return super()._read_back_until(ref, landed, what)
 
 
+class UpdateFailureUnknown(SlurmBackend):
+    """Every failed ``scontrol update`` is OutcomeUnknown: a hold whose job started first, or
+    left squeue, before it landed is not told apart (Rejected, NotFound) though Slurm says
+    which."""
+
+    def _update(self, ref: ObjectRef, assignment: str, op: str) -> None:
+        argv = ["scontrol", "update", f"JobId={ref.id}", assignment]
+        try:
+            done = self.command(op, argv)
+        except subprocess.TimeoutExpired:
+            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} timed out") from None
+        if done.returncode != 0:
+            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed")
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Slurm adapter: its name, the one thing wrong with it, its class, and the
@@ -372,6 +387,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         RequeueTrustsTheReply,
         only=("IDENT-051",),
     ),
+    Broken(
+        "update_failure_unknown",
+        UpdateFailureUnknown.__doc__ or "",
+        UpdateFailureUnknown,
+        only=("HOLD-012",),
+    ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
 
@@ -397,6 +418,7 @@ trusts_the_sbatch_id = _factory("trusts_the_sbatch_id")
 hold_number_per_second = _factory("hold_number_per_second")
 hold_trusts_the_update = _factory("hold_trusts_the_update")
 requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
+update_failure_unknown = _factory("update_failure_unknown")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]

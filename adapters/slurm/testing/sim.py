@@ -558,9 +558,11 @@ class SimFaults(FaultInjector):
         vanishing = [
             f"vanish_before_read_back({op})" for op, _ in self.cluster.before + self.cluster.after
         ]
-        ignoring = ["ignore_next_stop" for _ in self.cluster.ignored] + [
-            f"ignore_next_write({op})" for op in self.cluster.ignored_writes
-        ] + [f"race_next_write({op})" for op, _ in self.cluster.raced]
+        ignoring = (
+            ["ignore_next_stop" for _ in self.cluster.ignored]
+            + [f"ignore_next_write({op})" for op in self.cluster.ignored_writes]
+            + [f"race_next_write({op})" for op, _ in self.cluster.raced]
+        )
         return self.cluster.calls.unfired() + vanishing + ignoring
 
     def near_hold_forms(self) -> int:
