@@ -571,3 +571,27 @@ def hold_racing_the_scheduler(ctx: Context) -> None:
             seen.state is not State.HELD and seen.hold is None,
             f"after {what}, open shows {visible(seen)}",
         )
+
+
+@check(
+    "HOLD-013",
+    clause=f"{DESIGN_HOLDS}: release refuses with Conflict a job carrying none",
+    needs=Needs(capabilities=(Capability.HOLD,)),
+)
+def release_of_a_stopped_hold(ctx: Context) -> None:
+    """The release of a hold whose object was then stopped is refused: Conflict (or NotFound)."""
+    holder = holder_of(ctx)
+    _, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    stop(ctx, ref, f"of the object carrying hold {number}")
+    what = f"release({ref.id}, {number}) of the stopped object"
+    try:
+        holder.release(ref, number)
+    except (Conflict, NotFound):
+        return
+    except DispatchError as error:
+        ctx.fail(
+            f"{what} raised {type(error).__name__} ({error}), not Conflict: an ended object "
+            "carries no hold"
+        )
+        return
+    ctx.fail(f"{what} succeeded instead of raising Conflict: an ended object carries no hold")

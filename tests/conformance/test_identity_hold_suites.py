@@ -25,6 +25,7 @@ from adapters.memory.testing.broken import (
     HoldsBesideTheCall,
     IgnoresRefCluster,
     NumbersUnchecked,
+    ReleaseReadsAnEndedHold,
     ReleaseTrustsTheWrite,
     RequeueAssumesTimeoutLanded,
     RequeueRetriesLostReply,
@@ -85,7 +86,7 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
         idents
     )  # issue 12's find checks
     assert {"IDENT-050", "IDENT-051"} <= set(idents)  # issue 12's lost and ignored requeues
-    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 13)]
+    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 14)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
         assert c.clause.startswith(("seed 00", "DESIGN §")), c.id
@@ -639,6 +640,8 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (HoldNumbersPerInstance, "slurm", {"HOLD-010"}),
     (ReleaseTrustsTheWrite, "slurm", {"HOLD-011"}),
     (HoldRaceUnknown, "slurm", {"HOLD-012"}),
+    (ReleaseReadsAnEndedHold, "slurm", {"HOLD-013"}),
+    (ReleaseReadsAnEndedHold, "kubeflow", {"HOLD-013"}),
     (HoldRaceUnknown, "kubeflow", {"HOLD-012"}),
     (RequeueRetriesLostReply, "slurm", {"IDENT-050"}),
     (RequeueTrustsTheWrite, "slurm", {"IDENT-051"}),

@@ -319,8 +319,17 @@ class RequeueAssumesTimeoutLanded(MemoryBackend):
     the object was never requeued."""
 
     def requeue(self, ref: ObjectRef) -> None:
-        with suppress(OutcomeUnknown):
+        try:
             super().requeue(ref)
+        except OutcomeUnknown as unknown:
+            if not _timed_out(unknown):
+                raise
+
+
+def _timed_out(error: OutcomeUnknown) -> bool:
+    """Whether ``error`` is the memory cluster's timeout of a write (MemoryCluster.timed_out),
+    not another OutcomeUnknown (a lost reply, a write that did not read back)."""
+    return str(error).endswith(" timed out")
 
 
 class HoldAssumesTimeoutLanded(MemoryBackend):
@@ -331,12 +340,17 @@ class HoldAssumesTimeoutLanded(MemoryBackend):
         number = self._checked(ref).holds_placed + 1
         try:
             return super().hold(ref)
-        except OutcomeUnknown:
+        except OutcomeUnknown as unknown:
+            if not _timed_out(unknown):
+                raise
             return number
 
     def release(self, ref: ObjectRef, hold: int) -> None:
-        with suppress(OutcomeUnknown):
+        try:
             super().release(ref, hold)
+        except OutcomeUnknown as unknown:
+            if not _timed_out(unknown):
+                raise
 
 
 class HoldsBesideTheCall(MemoryBackend):
@@ -374,7 +388,7 @@ class HoldNumbersPerInstance(MemoryBackend):
         if job.state is not State.QUEUED:
             raise Rejected(f"{self.name}: {ref.id} is {job.state.value}; only pending is held")
         self.cluster.timed_out("hold", job.native_id)
-        number = self.__dict__.get("_holds", 0) + 1
+        number: int = self.__dict__.get("_holds", 0) + 1
         self.__dict__["_holds"] = number
         self.cluster.hold_value(job, number)
         self.cluster.lost_reply("hold", job.native_id)
@@ -396,6 +410,18 @@ class ReleaseTrustsTheWrite(MemoryBackend):
         self.cluster.timed_out("release", job.native_id)
         self.cluster.release_value(job)
         self.cluster.lost_reply("release", job.native_id)
+
+
+class ReleaseReadsAnEndedHold(MemoryBackend):
+    """release takes the last hold placed on the object for the one it carries, whatever its
+    state: the release of a hold whose object has ended (or was released) is not refused."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if (job.holds_placed or None) != hold:
+            raise Conflict(f"{self.name}: {ref.id} carries hold {job.holds_placed}, not {hold}")
+        self.cluster.release_value(job)
 
 
 class RequeueTrustsTheWrite(MemoryBackend):

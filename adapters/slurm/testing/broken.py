@@ -28,7 +28,16 @@ from adapters.slurm.backend import _latest_incarnations
 from adapters.slurm.identity import HoldBase, decode_hold
 from adapters.slurm.parse import JobLine
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
-from dispatch_core import HoldBound, JobID, ObjectRef, Observation, OutcomeUnknown, Plan, Rejected
+from dispatch_core import (
+    Conflict,
+    HoldBound,
+    JobID,
+    ObjectRef,
+    Observation,
+    OutcomeUnknown,
+    Plan,
+    Rejected,
+)
 
 # -- broken adapters ----------------------------------------------------------------------------
 
@@ -274,6 +283,24 @@ class UpdateFailureUnknown(SlurmBackend):
             raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed")
 
 
+class ReleaseReadsAnEndedHold(SlurmBackend):
+    """release decodes a hold from the job's eligible time whatever its state: a held job that
+    was then cancelled still shows its far-off start time, so its release is not refused with
+    Conflict (an ended job carries no hold) but sent to scontrol."""
+
+    def release(self, ref: ObjectRef, hold: int) -> None:
+        line = self._checked(ref)
+        carried = decode_hold(line.eligible, line.submit)
+        if carried != hold:
+            raise Conflict(f"{self.name}: job {ref.id} carries hold {carried}, not {hold}")
+        self._update(ref, "StartTime=now", "release")
+        self._read_back_until(
+            ref,
+            lambda seen: seen is None or decode_hold(seen.eligible, seen.submit) != hold,
+            f"to drop hold {hold}",
+        )
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Slurm adapter: its name, the one thing wrong with it, its class, and the
@@ -393,6 +420,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         UpdateFailureUnknown,
         only=("HOLD-012",),
     ),
+    Broken(
+        "release_reads_an_ended_hold",
+        ReleaseReadsAnEndedHold.__doc__ or "",
+        ReleaseReadsAnEndedHold,
+        only=("HOLD-013",),
+    ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
 
@@ -419,6 +452,7 @@ hold_number_per_second = _factory("hold_number_per_second")
 hold_trusts_the_update = _factory("hold_trusts_the_update")
 requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 update_failure_unknown = _factory("update_failure_unknown")
+release_reads_an_ended_hold = _factory("release_reads_an_ended_hold")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]
