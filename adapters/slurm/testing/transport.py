@@ -11,6 +11,7 @@ timeout.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Literal
 
@@ -69,7 +70,32 @@ FIRST_CALLS: Final[Mapping[str, Matcher]] = {
 }
 """Which call starts each operation: a timeout before effect stops it, so nothing changed."""
 
-Kind = Literal["lose_reply", "before_effect"]
+Kind = Literal["lose_reply", "before_effect", "reply_failure", "reply_garbled"]
+
+REPLY_FORMS: Final[Mapping[str, Kind]] = {
+    "timeout": "lose_reply",
+    "failure": "reply_failure",
+    "garbled": "reply_garbled",
+}
+"""The call fault each form of a lost reply (:class:`~conformance.harness.ReplyLoss`) arms."""
+
+RECEIVE_FAILURE: Final = "Unable to contact slurm controller (receive failure)"
+"""What a Slurm command prints when its request went out and no answer came back
+(SLURMCTLD_COMMUNICATIONS_RECEIVE_ERROR): the request may have taken effect."""
+
+
+def lost_reply(
+    kind: Kind, words: Sequence[str], done: subprocess.CompletedProcess[str]
+) -> subprocess.CompletedProcess[str]:
+    """The reply the caller gets of a call that took effect (``done``) under the call fault
+    ``kind``: a failure saying no answer came (sbatch's own wording, and the others'), or a
+    success whose output is cut off."""
+    if kind == "reply_garbled":
+        return subprocess.CompletedProcess(done.args, 0, "", "")
+    name = program(words)
+    what = "Batch job submission failed" if name == "sbatch" else "error"
+    text = f"{name}: error: {what}: {RECEIVE_FAILURE}\n"
+    return subprocess.CompletedProcess(done.args, 1, "", text)
 
 
 class CallFaults:
@@ -78,11 +104,12 @@ class CallFaults:
     def __init__(self) -> None:
         self.armed: list[tuple[Kind, str]] = []
 
-    def arm(self, operation: str) -> None:
-        """The next ``operation`` takes effect and its reply is lost."""
-        if operation not in LOSABLE:
+    def arm(self, operation: str, form: str = "timeout") -> None:
+        """The next ``operation`` takes effect and its reply is lost, in ``form`` (one of
+        :data:`REPLY_FORMS`)."""
+        if operation not in LOSABLE or form not in REPLY_FORMS:
             raise CannotInject(f"lose_next_reply({operation})")
-        self.armed.append(("lose_reply", operation))
+        self.armed.append((REPLY_FORMS[form], operation))
 
     def arm_before(self, operation: str) -> None:
         """The next ``operation`` times out before it takes effect."""
@@ -93,13 +120,18 @@ class CallFaults:
     def unfired(self) -> list[str]:
         """The faults armed and not yet fired, as ``lose_next_reply(<op>)`` or
         ``fail_before_effect(<op>)``, first armed first."""
-        names = {"lose_reply": "lose_next_reply", "before_effect": "fail_before_effect"}
+        names = {
+            "lose_reply": "lose_next_reply",
+            "reply_failure": "lose_next_reply",
+            "reply_garbled": "lose_next_reply",
+            "before_effect": "fail_before_effect",
+        }
         return [f"{names[kind]}({operation})" for kind, operation in self.armed]
 
     def take(self, words: Sequence[str]) -> Kind | None:
         """The fault that hits this call (it is disarmed), or None."""
         for index, (kind, operation) in enumerate(self.armed):
-            table = LOSABLE if kind == "lose_reply" else FIRST_CALLS
+            table = FIRST_CALLS if kind == "before_effect" else LOSABLE
             if table[operation](words):
                 del self.armed[index]
                 return kind
@@ -109,8 +141,11 @@ class CallFaults:
 __all__ = [
     "FIRST_CALLS",
     "LOSABLE",
+    "RECEIVE_FAILURE",
+    "REPLY_FORMS",
     "SLURM_COMMANDS",
     "CallFaults",
     "command_words",
+    "lost_reply",
     "program",
 ]
