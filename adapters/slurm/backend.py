@@ -39,7 +39,6 @@ from adapters.slurm.script import batch_submission
 from adapters.slurm.transport import Transport
 from dispatch_core import (
     Capability,
-    Cause,
     Clock,
     Conflict,
     EncodingError,
@@ -262,7 +261,10 @@ class SlurmBackend:
         except subprocess.TimeoutExpired:
             raise OutcomeUnknown(f"{self.name}: sacct timed out") from None
         if done.returncode != 0:
-            if "accounting storage is disabled" in done.stderr.lower() or "slurmdbd" in done.stderr:
+            # Only a cluster without accounting has no history; an accounting daemon that does
+            # not answer is no answer (find would miss an ended object, and a supervisor
+            # resolving an intent through find would submit it again).
+            if "accounting storage is disabled" in done.stderr.lower():
                 return None
             raise OutcomeUnknown(f"{self.name}: sacct failed: {done.stderr.strip()}")
         return [line for line in self._parse(parse_sacct, done.stdout) if line.name == name]
@@ -307,9 +309,6 @@ class SlurmBackend:
             detail += "; no comment"
         hold = decode_hold(line.eligible, line.submit) if line.state == "PENDING" else None
         state, cause = classify(line, hold)
-        exit_code = line.exit_code
-        if line.state == "FAILED" and exit_code is None:
-            cause = Cause.EXIT_CODE
         return Observation(
             ref=self._ref(line),
             state=state,
@@ -317,7 +316,7 @@ class SlurmBackend:
             submission=submission,
             attempt=attempt,
             restart_count=line.restart_count,
-            exit_code=exit_code,
+            exit_code=line.exit_code,
             hold=hold,
             foreign=foreign,
             detail=detail + (" [from accounting]" if line.from_accounting else ""),

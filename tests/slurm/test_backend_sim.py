@@ -393,3 +393,63 @@ def test_find_sees_another_user_s_job_in_accounting_only_without_a_user(user: st
     sim.advance(2)  # eligible and running: accounting has its row
     seen = [o.ref.id for o in backend.find(plan.job)]
     assert seen == ([str(other)] if user is None else [])
+
+
+class Rewriting(Lossy):
+    """A transport over the simulator that rewrites the replies of one command."""
+
+    def __init__(self, sim: SlurmSim, program: str, rewrite: object) -> None:
+        super().__init__(sim)
+        self.program = program
+        self.rewrite = rewrite
+
+    def run(
+        self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        done = super().run(argv, stdin, timeout)
+        if self.program in argv:
+            return self.rewrite(done)  # type: ignore[operator,no-any-return]
+        return done
+
+
+@pytest.mark.parametrize(
+    ("stderr", "answers"),
+    [
+        ("sacct: error: Slurm accounting storage is disabled\n", True),
+        ("sacct: error: slurmdbd: Connection refused\n", False),
+        ("sacct: error: Problem talking to the database: Connection refused\n", False),
+    ],
+)
+def test_only_a_cluster_without_accounting_has_no_history(stderr: str, answers: bool) -> None:
+    """An accounting daemon that does not answer is no answer: find would miss an ended
+    object, and whoever resolves an intent through find would submit it again."""
+    sim, _, backend = cluster()
+    plan = planned(backend)
+    ref = backend.start(plan, 1, 1)
+    failing = Rewriting(
+        sim, "sacct", lambda done: subprocess.CompletedProcess(done.args, 1, "", stderr)
+    )
+    backend.transport = failing
+    if answers:
+        assert [seen.ref for seen in backend.find(plan.job)] == [ref]
+    else:
+        with pytest.raises(OutcomeUnknown, match="sacct failed"):
+            backend.find(plan.job)
+
+
+def test_a_live_job_that_failed_to_launch_is_a_launch_failure() -> None:
+    """squeue's FAILED with reason JobLaunchFailure: the execution never started (a launch
+    retry, not a rule's), whatever exit code squeue does not show."""
+    sim, _, backend = cluster()
+    ref = backend.start(planned(backend), 1, 1)
+    sim.advance(2)
+    sim.fail(int(ref.id), "FAILED", exit_code=1)
+    backend.transport = Rewriting(
+        sim,
+        "squeue",
+        lambda done: subprocess.CompletedProcess(
+            done.args, done.returncode, done.stdout.replace("NonZeroExitCode", "JobLaunchFailure")
+        ),
+    )
+    seen = backend.open(ref)
+    assert (seen.state, seen.cause) == (State.FAILED, Cause.LAUNCH_FAILED)
