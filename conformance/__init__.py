@@ -33,6 +33,7 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    ReplyLoss,
     Signalled,
     look_alike_need,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "Needs",
     "Outcome",
     "Probe",
+    "ReplyLoss",
     "Result",
     "Signalled",
     "Skip",

@@ -829,6 +829,7 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "harness cannot inject look_alike:comma_list",
         "harness cannot inject signals",
         "harness cannot inject preflight",
+        "harness cannot inject vanish_before_read_back",
         "adapter declares ",
         "the adapter is not a NativePolicyCompiler",
     )
