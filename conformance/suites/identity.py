@@ -639,9 +639,11 @@ def lost_start_reply_once(ctx: Context, plan: Plan, fault: str) -> None:
     needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK,)),
 )
 def vanished_before_read_back(ctx: Context) -> None:
-    """An object that ends and leaves the live view (its id then taken by another's object, or
-    not) right after a start or a stop took effect (or just before the stop): start returns
-    that object, or OutcomeUnknown only when find cannot tell it either, never another's; stop
+    """A start or stop whose object vanishes before the read-back answers for it, not another.
+
+    The object ends and leaves the live view (its id then taken by another's object, or not)
+    right after a start or a stop took effect, or just before the stop: start returns that
+    object, or OutcomeUnknown only when find cannot tell it either, never another's; stop
     returns."""
     for reuse in (False, True):
         plan = ctx.plan(long_spec(ctx))

@@ -86,6 +86,7 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
         idents
     )  # issue 12's find checks
     assert {"IDENT-050", "IDENT-051"} <= set(idents)  # issue 12's lost and ignored requeues
+    assert "IDENT-060" in idents  # issue 12's start and stop read-backs
     assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 14)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
