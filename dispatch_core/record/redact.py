@@ -37,6 +37,10 @@ _SECRET_WORDS: Final = re.compile(
 _URI: Final = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'`]*")
 _NAME_EQ: Final = re.compile(r"(?P<name>[A-Za-z0-9_.\-]+)=")
 _SPACE: Final = re.compile(r"\s")
+_NAME_COLON: Final = re.compile(r"(?P<name>[A-Za-z0-9_.\-]+)[\"']?[ \t]*(?P<colon>:)(?!//)[ \t]*")
+_LINE_END: Final = re.compile(r"[\r\n]")
+_SCHEME: Final = re.compile(r"\b(?:bearer|basic|token)[ \t]+(?=\S)", re.IGNORECASE)
+_BARE_USERINFO: Final = re.compile(r"(?<![\w.+\-])[^\s:/@\"'`<>=]+:[^\s/\"'`]+@(?=[A-Za-z0-9\[])")
 _FLAG: Final = re.compile(r"-{1,2}[A-Za-z0-9_.\-]+")
 
 
@@ -77,24 +81,65 @@ def redact_uri(uri: str) -> str:
     return f"{scheme}://{rest}{question}{query}{hash_}{fragment}"
 
 
-def redact_text(text: str) -> str:
-    """``text`` with every URI redacted (:func:`redact_uri`) and, outside URIs, the value of
-    every secret-named ``name=value`` pair replaced, up to the next white space (so a value
-    holding ``&``, ``;`` or even ``://`` goes whole)."""
-    uris = [(m.start(), m.end()) for m in _URI.finditer(text)]
+def _value_end(text: str, start: int, stop: re.Pattern[str]) -> int:
+    found = stop.search(text, start)
+    return len(text) if found is None else found.start()
+
+
+def _cuts(text: str, uris: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The spans of ``text``, outside URIs, that hold a credential's value."""
+
+    def outside(index: int) -> bool:
+        return not any(start <= index < end for start, end in uris)
+
     cuts: list[tuple[int, int]] = []
-    pos = 0
-    while (match := _NAME_EQ.search(text, pos)) is not None:
+    for match in _NAME_EQ.finditer(text):  # token=x, --password=x: up to white space
         eq = match.end() - 1
-        inside = any(start <= eq < end for start, end in uris)
-        if not inside and is_secret_name(match["name"]):
-            space = _SPACE.search(text, eq + 1)
-            end = len(text) if space is None else space.start()
-            cuts.append((eq + 1, end))
-            pos = end
-        else:
-            pos = match.end()
-    # A URI is either wholly inside a cut (cuts end at white space, URIs hold none) or apart.
+        if outside(eq) and is_secret_name(match["name"]):
+            cuts.append((eq + 1, _value_end(text, eq + 1, _SPACE)))
+    for match in _NAME_COLON.finditer(text):  # Authorization: Bearer x, "password": "x", key: x
+        colon = match.start("colon")
+        if outside(colon) and is_secret_name(match["name"]):
+            value = match.end()
+            if value < len(text) and text[value] in "\"'":
+                quote = re.compile(r"(?<!\\)" + re.escape(text[value]))  # not an escaped one
+                cuts.append((value + 1, _value_end(text, value + 1, quote)))
+            else:
+                cuts.append((value, _value_end(text, value, _LINE_END)))
+    for match in _SCHEME.finditer(text):  # Bearer x, Basic x
+        if outside(match.start()):
+            cuts.append((match.end(), _value_end(text, match.end(), _SPACE)))
+    for match in _BARE_USERINFO.finditer(text):  # user:password@host, without a scheme
+        if outside(match.start()):
+            cuts.append((match.start(), match.end() - 1))
+    # Merged, and grown over any URI they touch (the safe side), until nothing changes.
+    spans = sorted(c for c in cuts if c[0] < c[1])
+    changed = True
+    while changed:
+        changed = False
+        for start, end in uris:
+            for i, (c0, c1) in enumerate(spans):
+                if start < c1 and c0 < end and not (c0 <= start and end <= c1):
+                    spans[i] = (min(c0, start), max(c1, end))
+                    changed = True
+        merged: list[tuple[int, int]] = []
+        for c0, c1 in sorted(spans):
+            if merged and c0 <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], c1))
+            else:
+                merged.append((c0, c1))
+        spans = merged
+    return spans
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every URI redacted (:func:`redact_uri`) and, outside URIs, every value a
+    secret name introduces: ``name=value`` up to the next white space (so a value holding
+    ``&``, ``;`` or even ``://`` goes whole), ``name: value`` (a header, YAML) to the end of the
+    line or ``"name": "value"`` to the closing quote, the word after ``Bearer`` or ``Basic``,
+    and the userinfo of a ``user:password@host`` without a scheme."""
+    uris = [(m.start(), m.end()) for m in _URI.finditer(text)]
+    cuts = _cuts(text, uris)
     spans = sorted(
         [(start, end, REDACTED) for start, end in cuts]
         + [

@@ -41,6 +41,19 @@ from dispatch_core.record.redact import redact_command, scrub
         ("docker://reg.io/app@sha256:abcd", "docker://reg.io/app@sha256:abcd"),
         ("a://PASSWORD=pw", f"a://PASSWORD={REDACTED}"),
         ("nothing secret here: epochs=3 lr=0.1", "nothing secret here: epochs=3 lr=0.1"),
+        ("Authorization: Bearer abc123", f"Authorization: {REDACTED}"),
+        ("X-Api-Key:abc\nAccept: */*", f"X-Api-Key:{REDACTED}\nAccept: */*"),
+        (
+            '{"password": "hun\\"ter2", "user": "bob"}',
+            f'{{"password": "{REDACTED}", "user": "bob"}}',
+        ),
+        ("db:\n  password: x1\n  user: y", f"db:\n  password: {REDACTED}\n  user: y"),
+        ("curl -H 'Bearer abc' h", f"curl -H 'Bearer {REDACTED} h"),
+        ("HTTP_PROXY=user:pa@ss@proxy:3128", f"HTTP_PROXY={REDACTED}@proxy:3128"),
+        ("via user:pass@proxy.local:8080 ok", f"via {REDACTED}@proxy.local:8080 ok"),
+        ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
+        ("mail a@b.com at 12:30", "mail a@b.com at 12:30"),
+        ("tokenstore://x/y", "tokenstore://x/y"),
     ],
 )
 def test_redact_text(text: str, kept: str) -> None:

@@ -4,8 +4,8 @@ Hypothesis plants distinct secrets in every field of a spec (the command, env va
 secret, named like a secret, or holding a URI, the work dir, the extensions) and in every free
 text of the other records (a support's reason, the native offer's detail, an observation's,
 a transition's and a terminal's detail), each in a form a credential takes (a URI's userinfo,
-a secret query, fragment or path parameter under a name in any case, ``NAME=value``, a flag and
-its argument), then writes a job's whole record and searches every byte of every file the
+a secret query, fragment or path parameter under a name in any case, ``NAME=value``, a header
+or YAML ``name: value``, JSON, ``Bearer x``, ``user:password@host``, a flag and its argument), then writes a job's whole record and searches every byte of every file the
 store has (the database, its -wal and -shm) while it is open and after it is closed."""
 
 from __future__ import annotations
@@ -89,6 +89,10 @@ def planted(draw: st.DrawFn, secret: str) -> str:
                 f"{scheme}://{host}{path}#{draw(names)}={secret}",
                 f"{scheme}://{host}/p;{draw(names)}={secret}/q",
                 f"{draw(st.sampled_from(['', '-', '--']))}{draw(names)}={secret}",
+                f"{draw(names)}: {draw(st.sampled_from(['', 'Bearer ', 'Basic ']))}{secret}",
+                f'{{"{draw(names)}": "{secret}", "user": "{user}"}}',
+                f"{draw(st.sampled_from(['Bearer', 'bearer', 'Basic', 'token']))} {secret}",
+                f"{user}:{secret}@{host}",
             ]
         )
     )
