@@ -8,8 +8,11 @@ written:
   :func:`is_secret_name`); the record keeps the name, in ``RecordedSpec.withheld_env``;
 - **a URI** anywhere in any text (``scheme://...``): its userinfo is removed, and the value of
   every query, fragment or path parameter whose name is secret is replaced by ``<redacted>``;
-- **a ``name=value`` pair** in free text outside a URI (``--password=x``, ``PGPASSWORD=x cmd``),
-  and in a command the argument after a secret-named flag (``--token x``): the value is replaced.
+- **a value a secret name introduces** in free text outside a URI: ``--password=x`` and
+  ``PGPASSWORD=x cmd`` (to the next space), ``Authorization: Bearer x`` and YAML's
+  ``password: x`` (to the end of the line), JSON's ``"password": "x"`` (to the closing quote),
+  the word after ``Bearer`` or ``Basic``, the userinfo of a scheme-less ``user:password@host``,
+  and in a command the argument after a secret-named flag (``--token x``).
 
 A bare credential anywhere else (a positional argument, a path) cannot be told from any other
 text: pass it in an env entry marked secret. Redaction is idempotent, and it is applied to every
