@@ -2,7 +2,8 @@
 
 Two jobs, three owners and a clock that only goes forward: owners acquire, renew and release
 leases and append records of every kind, at the right seq or a stale or early one, with the
-right submission and attempt numbers or wrong ones, and stores are reopened. The model says
+right submission and attempt numbers or wrong ones, each owner through its own handle on the
+store (its own SQLite connection), and stores are reopened. The model says
 what each call must do (which error, or what it returns); after every step the store's records,
 unfinished jobs and leases must be the model's."""
 
@@ -81,12 +82,21 @@ class Stores(RuleBasedStateMachine):
         shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
         self.directory = tempfile.mkdtemp(prefix="record-machine-", dir=shm)
         self.store = self.make(self.directory)
+        # each owner writes through its own handle (another connection, as another supervisor
+        # process has); the invariant reads through the first
+        self.handles = {owner: self.other() for owner in OWNERS}
         self.now = T0
         self.models = {job: JobModel() for job in JOBS}
         self.held: dict[tuple[JobID, str], Lease] = {}
 
+    def other(self) -> RecordStore:
+        return self.make(self.directory) if self.reopens else self.store
+
     def teardown(self) -> None:
         self.store.close()
+        if self.reopens:
+            for handle in self.handles.values():
+                handle.close()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def live(self, job: JobID, owner: str) -> bool:
@@ -115,7 +125,7 @@ class Stores(RuleBasedStateMachine):
         model = self.models[job]
         current = model.lease
         if current is None or self.now >= current[2] or current[0] == owner:
-            lease = self.store.acquire(job, owner, self.now, ttl)
+            lease = self.handles[owner].acquire(job, owner, self.now, ttl)
             model.tokens += 1
             assert (lease.owner, lease.token, lease.expires) == (
                 owner,
@@ -126,7 +136,7 @@ class Stores(RuleBasedStateMachine):
             self.held[job, owner] = lease
         else:
             with pytest.raises(LeaseConflict):
-                self.store.acquire(job, owner, self.now, ttl)
+                self.handles[owner].acquire(job, owner, self.now, ttl)
 
     @rule(
         job=st.sampled_from(JOBS),
@@ -145,19 +155,19 @@ class Stores(RuleBasedStateMachine):
         if lease is None:
             return
         if self.live(job, owner):
-            renewed = self.store.renew(lease, self.now, ttl)
+            renewed = self.handles[owner].renew(lease, self.now, ttl)
             assert (renewed.token, renewed.expires) == (lease.token, self.now + ttl)
             self.models[job].lease = (owner, lease.token, renewed.expires)
         else:
             with pytest.raises(LeaseConflict):
-                self.store.renew(lease, self.now, ttl)
+                self.handles[owner].renew(lease, self.now, ttl)
 
     def release(self, job: JobID, owner: str) -> None:
         lease, model = self.held.get((job, owner)), self.models[job]
         if lease is None:
             return
         current = model.lease is not None and model.lease[:2] == (owner, lease.token)
-        assert self.store.release(lease) is current
+        assert self.handles[owner].release(lease) is current
         if current:
             model.lease = None
 
@@ -202,15 +212,15 @@ class Stores(RuleBasedStateMachine):
             event(f"records: {len(model.kinds) + 1}")
         if not self.live(job, owner):
             with pytest.raises(LeaseConflict):
-                self.store.append(job, seq, record, lease, self.now)
+                self.handles[owner].append(job, seq, record, lease, self.now)
         elif seq != len(model.kinds):
             with pytest.raises(SeqConflict):
-                self.store.append(job, seq, record, lease, self.now)
+                self.handles[owner].append(job, seq, record, lease, self.now)
         elif not fits(model, kind, number, attempt):
             with pytest.raises(InvalidRecord):
-                self.store.append(job, seq, record, lease, self.now)
+                self.handles[owner].append(job, seq, record, lease, self.now)
         else:
-            entry = self.store.append(job, seq, record, lease, self.now)
+            entry = self.handles[owner].append(job, seq, record, lease, self.now)
             assert (entry.seq, entry.record, entry.token) == (seq, record, lease.token)
             model.kinds.append(kind)
             if kind == "intent":
@@ -227,8 +237,10 @@ class Stores(RuleBasedStateMachine):
     @rule()
     def reopen(self) -> None:
         if self.reopens:
-            self.store.close()
+            for handle in [self.store, *self.handles.values()]:
+                handle.close()
             self.store = self.make(self.directory)
+            self.handles = {owner: self.other() for owner in OWNERS}
 
     @invariant()
     def the_store_is_the_model(self) -> None:
