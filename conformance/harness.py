@@ -171,6 +171,7 @@ class Fault(StrEnum):
     IGNORE_NEXT_STOP = "ignore_next_stop"
     IGNORE_NEXT_WRITE = "ignore_next_write"
     RACE_NEXT_WRITE = "race_next_write"
+    FAIL_BETWEEN_STEPS = "fail_between_steps"
     PREEMPT = "preempt"
     LAG_HISTORY = "lag_history"
     DISABLE_HISTORY = "disable_history"
@@ -350,6 +351,13 @@ class FaultInjector:
         before (Slurm: the ``scontrol`` call that carries it exits 0 having changed nothing).
         Named ``ignore_next_write(<operation>)`` by :meth:`unfired` until it fires."""
         raise CannotInject(f"ignore_next_write({operation})")
+
+    def fail_between_steps(self, operation: str) -> None:
+        """The next ``operation`` that takes more than one call (``requeue``) is cut between
+        them: its first step takes effect, the next times out before it took effect (Slurm:
+        ``Requeue=1`` lands, ``scontrol requeue`` times out). Named
+        ``fail_between_steps(<operation>)`` by :meth:`unfired` until it fires."""
+        raise CannotInject(f"fail_between_steps({operation})")
 
     def race_next_write(self, operation: str, race: Race) -> None:
         """The scheduler changes the object as ``race`` says just before the next

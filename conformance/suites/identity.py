@@ -1080,6 +1080,50 @@ def ignored_requeue_not_claimed(ctx: Context) -> None:
             back_in_queue(ctx, ref)
 
 
+@check(
+    "IDENT-052",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.FAIL_BETWEEN_STEPS)),
+)
+def requeue_cut_between_steps(ctx: Context) -> None:
+    """A requeue cut between its steps is OutcomeUnknown or shows; a requeue then requeues once."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    before = run(ctx, ref)
+    ctx.faults.fail_between_steps("requeue")
+    what = f"requeue({ref.id}) of the running object, cut between its steps"
+    returned, _ = timed_out(ctx, what, lambda: requeuer.requeue(ref))
+    fired(ctx, "fail_between_steps(requeue)", what)
+    seen = look(ctx, ref, f"after {what}")
+    restarts = (before.restart_count or 0, seen.restart_count or 0)
+    requeued = (
+        seen.state in (State.QUEUED, State.HELD)
+        or restarts[1] > restarts[0]
+        or seen.ref.submit > ref.submit
+    )
+    if returned:
+        ctx.expect(
+            requeued,
+            f"{what}, returned, and the object was not requeued: open shows {visible(seen)} "
+            f"(before: {visible(before)})",
+        )
+        return
+    ctx.expect(
+        not requeued,
+        f"{what}, raised OutcomeUnknown, yet the object was requeued: open shows {visible(seen)}",
+    )
+    # Nothing was assumed: the next requeue, whose calls answer, requeues it, once.
+    call(ctx, f"requeue({ref.id}) again, after the cut one", lambda: requeuer.requeue(ref))
+    seen = back_in_queue(ctx, ref)
+    ctx.expect(
+        seen.restart_count is None or seen.restart_count == restarts[0] + 1,
+        f"after the cut requeue and the next, open shows {visible(seen)} (before: "
+        f"{visible(before)}): requeued once, not {seen.restart_count}",
+    )
+
+
 # -- identity inside the job ----------------------------------------------------------------------
 
 

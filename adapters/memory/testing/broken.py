@@ -439,6 +439,18 @@ class RequeueTrustsTheWrite(MemoryBackend):
         self.cluster.lost_reply("requeue", job.native_id)
 
 
+class RequeueAssumesCutLanded(MemoryBackend):
+    """requeue takes a requeue cut between its steps (marked requeueable, never requeued) for
+    one that landed: it returns, and the object was never requeued."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        try:
+            super().requeue(ref)
+        except OutcomeUnknown as unknown:
+            if "crashed after marking" not in str(unknown):
+                raise
+
+
 class HoldRaceUnknown(MemoryBackend):
     """A hold whose write the scheduler refused (the object started, or vanished, after the
     adapter read it) is OutcomeUnknown, though the scheduler said which."""

@@ -74,6 +74,7 @@ _EVERY_SHAPE: Final = frozenset(
         Fault.IGNORE_NEXT_STOP,
         Fault.IGNORE_NEXT_WRITE,
         Fault.RACE_NEXT_WRITE,
+        Fault.FAIL_BETWEEN_STEPS,
         look_alike_need(LookAlike.CASE_VARIANT),
         look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
         look_alike_need(LookAlike.NO_IDENTITY),
@@ -363,6 +364,11 @@ class MemoryFaults(FaultInjector):
         ignored = _Ignored(self.cluster, operation)
         setattr(self.cluster, ignored.hook, ignored)
 
+    def fail_between_steps(self, operation: str) -> None:
+        if operation != "requeue":
+            raise CannotInject(f"fail_between_steps({operation})")
+        self.cluster.fault("*", "crash-requeue")
+
     def race_next_write(self, operation: str, race: Race) -> None:
         if operation not in _WRITES:
             raise CannotInject(f"race_next_write({operation}, {race.value})")
@@ -382,6 +388,7 @@ class MemoryFaults(FaultInjector):
                 if kind.startswith(prefix):
                     named.append(f"{need}({kind.removeprefix(prefix)})")
         named += ["ignore_next_stop" for _ in self.cluster._ignore_cancel]
+        named += ["fail_between_steps(requeue)" for kind in armed if kind == "crash-requeue"]
         for hook in ("timed_out", "lost_reply"):
             vanish = vars(self.cluster).get(hook)
             if isinstance(vanish, _Vanish):

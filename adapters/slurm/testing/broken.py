@@ -301,6 +301,18 @@ class ReleaseReadsAnEndedHold(SlurmBackend):
         )
 
 
+class RequeueAssumesCutLanded(SlurmBackend):
+    """requeue takes ``scontrol requeue`` timing out after ``Requeue=1`` landed for a requeue
+    done: it returns, and the job was marked requeueable but never requeued."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        try:
+            super().requeue(ref)
+        except OutcomeUnknown as unknown:
+            if "then the requeue timed out" not in str(unknown):
+                raise
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Slurm adapter: its name, the one thing wrong with it, its class, and the
@@ -426,6 +438,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         ReleaseReadsAnEndedHold,
         only=("HOLD-013",),
     ),
+    Broken(
+        "requeue_assumes_cut_landed",
+        RequeueAssumesCutLanded.__doc__ or "",
+        RequeueAssumesCutLanded,
+        only=("IDENT-052",),
+    ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
 
@@ -453,6 +471,7 @@ hold_trusts_the_update = _factory("hold_trusts_the_update")
 requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 update_failure_unknown = _factory("update_failure_unknown")
 release_reads_an_ended_hold = _factory("release_reads_an_ended_hold")
+requeue_assumes_cut_landed = _factory("requeue_assumes_cut_landed")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]

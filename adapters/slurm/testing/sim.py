@@ -109,6 +109,7 @@ SIM_OFFERS: Final = frozenset(
         Fault.LOSE_NODE,
         Fault.IGNORE_NEXT_WRITE,
         Fault.RACE_NEXT_WRITE,
+        Fault.FAIL_BETWEEN_STEPS,
         Fault.NEAR_HOLD,
         Fault.PREEMPT,
         Fault.LAG_HISTORY,
@@ -229,6 +230,7 @@ class SimCluster:
         self.before: list[tuple[str, Callable[[Sequence[str], str], None]]] = []
         self.ignored: list[str] = []  # job ids whose next scancel exits 0 and does nothing
         self.ignored_writes: list[str] = []  # operations whose next call exits 0, does nothing
+        self.cut: list[str] = []  # operations whose last call times out before its effect
         # (operation, what the scheduler does to the job named just before its first call)
         self.raced: list[tuple[str, Callable[[int], None]]] = []
         self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
@@ -271,6 +273,12 @@ class SimCluster:
                 del self.raced[index]
                 named = [w.removeprefix("JobId=") for w in words if w.startswith("JobId=")]
                 race(int(named[0]))
+                break
+        for operation in self.cut:
+            if LOSABLE[operation](words):
+                self.cut.remove(operation)
+                # The last step times out (after the caller's timeout, virtual) before effect.
+                self.sim.faults.timeout_before(command, args=tuple(words[1:]))
                 break
         for operation in self.ignored_writes:
             if LOSABLE[operation](words):
@@ -532,6 +540,11 @@ class SimFaults(FaultInjector):
     def ignore_next_stop(self, ref: ObjectRef) -> None:
         self.cluster.ignored.append(ref.id)
 
+    def fail_between_steps(self, operation: str) -> None:
+        if operation != "requeue":
+            raise CannotInject(f"fail_between_steps({operation})")
+        self.cluster.cut.append(operation)
+
     def race_next_write(self, operation: str, race: Race) -> None:
         if operation not in ("hold", "release", "requeue"):
             raise CannotInject(f"race_next_write({operation}, {race.value})")
@@ -562,6 +575,7 @@ class SimFaults(FaultInjector):
             ["ignore_next_stop" for _ in self.cluster.ignored]
             + [f"ignore_next_write({op})" for op in self.cluster.ignored_writes]
             + [f"race_next_write({op})" for op, _ in self.cluster.raced]
+            + [f"fail_between_steps({op})" for op in self.cluster.cut]
         )
         return self.cluster.calls.unfired() + vanishing + ignoring
 
