@@ -31,6 +31,7 @@ from adapters.memory.testing.broken import (
     RequeueAssumesTimeoutLanded,
     RequeueRetriesLostReply,
     RequeueTrustsTheWrite,
+    StartTrustsTheNewId,
     StopAssumesTimeoutLanded,
     UnicodeDigitCommentParser,
 )
@@ -649,6 +650,7 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (HoldRaceUnknown, "kubeflow", {"HOLD-012"}),
     (RequeueRetriesLostReply, "slurm", {"IDENT-050"}),
     (RequeueTrustsTheWrite, "slurm", {"IDENT-051"}),
+    (StartTrustsTheNewId, "slurm", {"IDENT-060"}),
     (RequeueTrustsTheWrite, "kubeflow", {"IDENT-051"}),
     (RequeueAssumesCutLanded, "slurm", {"IDENT-052"}),
     (RequeueAssumesCutLanded, "kubeflow", {"IDENT-052"}),

@@ -451,6 +451,17 @@ class RequeueAssumesCutLanded(MemoryBackend):
                 raise
 
 
+class StartTrustsTheNewId(MemoryBackend):
+    """start returns the object the scheduler shows under the id it just handed out, whatever
+    it is: when its own object ended and the id went to another's before that read, start
+    returns the other's."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        ref = super().start(plan, submission, attempt)
+        live = self.cluster.live(ref.id)
+        return self._ref(live) if live is not None else ref
+
+
 class HoldRaceUnknown(MemoryBackend):
     """A hold whose write the scheduler refused (the object started, or vanished, after the
     adapter read it) is OutcomeUnknown, though the scheduler said which."""
