@@ -267,10 +267,15 @@ class FaultInjector:
         """The running object's command exits with ``exit_code``."""
         raise CannotInject("finish")
 
-    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+    def requeue_underneath(
+        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+    ) -> None:
         """An administrator requeues the started object without asking the adapter. With
         ``in_flight``, this returns while the requeue is still under way, where the scheduler
-        shows that (Slurm: COMPLETING, until the job is back in the queue)."""
+        shows that (Slurm: COMPLETING, until the job is back in the queue). With ``held``, the
+        object comes back held by the scheduler, pending until someone releases it (Slurm:
+        ``scontrol requeuehold State=SpecialExit``, the state a job's special exit leaves);
+        raise CannotInject ("requeue_underneath(held)") where the target has no such state."""
         raise CannotInject("requeue_underneath")
 
     def purge(self, ref: ObjectRef) -> None:

@@ -58,6 +58,7 @@ from dispatch_core import (
     Observation,
     OutcomeUnknown,
     Plan,
+    Rejected,
     Requeuer,
     State,
     Tristate,
@@ -1121,6 +1122,32 @@ def requeue_cut_between_steps(ctx: Context) -> None:
         seen.restart_count is None or seen.restart_count == restarts[0] + 1,
         f"after the cut requeue and the next, open shows {visible(seen)} (before: "
         f"{visible(before)}): requeued once, not {seen.restart_count}",
+    )
+
+
+@check(
+    "IDENT-053",
+    clause=f"{DESIGN_REOBSERVE}; {SEED_001}, What else rides on Submit: a requeue",
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.REQUEUE_UNDERNEATH)),
+)
+def requeue_of_a_held_requeued_object(ctx: Context) -> None:
+    """A requeue of an object requeued and held underneath is Rejected: it is pending, held."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    try:
+        ctx.faults.requeue_underneath(ref, held=True)
+    except CannotInject as cannot:
+        raise Skip(str(cannot)) from None
+    before = back_in_queue(ctx, ref)
+    what = f"requeue({ref.id}) of the object requeued and held underneath"
+    ctx.expect_raises(Rejected, lambda: requeuer.requeue(ref), what)
+    seen = look(ctx, ref, f"after the refused {what}")
+    ctx.expect(
+        visible(seen) == visible(before),
+        f"the refused {what} changed it from {visible(before)} to {visible(seen)}",
     )
 
 

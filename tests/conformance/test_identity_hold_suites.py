@@ -30,6 +30,7 @@ from adapters.memory.testing.broken import (
     RequeueAssumesCutLanded,
     RequeueAssumesTimeoutLanded,
     RequeueRetriesLostReply,
+    RequeuesAHeldObject,
     RequeueTrustsTheWrite,
     StartTrustsTheNewId,
     StopAssumesTimeoutLanded,
@@ -87,9 +88,9 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
     assert {"IDENT-040", "IDENT-041", "IDENT-042", "IDENT-043"} <= set(
         idents
     )  # issue 12's find checks
-    assert {"IDENT-050", "IDENT-051", "IDENT-052"} <= set(
+    assert {"IDENT-050", "IDENT-051", "IDENT-052", "IDENT-053"} <= set(
         idents
-    )  # issue 12's lost and ignored requeues
+    )  # issue 12's lost, ignored, cut and held requeues
     assert "IDENT-060" in idents  # issue 12's start and stop read-backs
     assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 14)]
     for c in found:
@@ -654,6 +655,8 @@ BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (RequeueTrustsTheWrite, "kubeflow", {"IDENT-051"}),
     (RequeueAssumesCutLanded, "slurm", {"IDENT-052"}),
     (RequeueAssumesCutLanded, "kubeflow", {"IDENT-052"}),
+    (RequeuesAHeldObject, "slurm", {"IDENT-053"}),
+    (RequeuesAHeldObject, "kubeflow", {"IDENT-053"}),
 ]
 
 

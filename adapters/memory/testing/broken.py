@@ -462,6 +462,23 @@ class StartTrustsTheNewId(MemoryBackend):
         return self._ref(live) if live is not None else ref
 
 
+class RequeuesAHeldObject(MemoryBackend):
+    """requeue refuses only a queued object: one the scheduler holds (requeued and held
+    underneath) is pending too, yet it is marked requeueable and sent the requeue, whose
+    refusal is then OutcomeUnknown instead of Rejected."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        self.cluster.tick()
+        job = self._checked(ref)
+        if job.state is State.QUEUED:
+            raise Rejected(f"{self.name}: {ref.id} is pending; only a started job is requeued")
+        job.requeue_flag = True
+        try:
+            self.cluster.requeue(job)
+        except Rejected:
+            raise OutcomeUnknown(f"{self.name}: {ref.id} was marked, then refused") from None
+
+
 class HoldRaceUnknown(MemoryBackend):
     """A hold whose write the scheduler refused (the object started, or vanished, after the
     adapter read it) is OutcomeUnknown, though the scheduler said which."""

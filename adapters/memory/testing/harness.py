@@ -309,9 +309,13 @@ class MemoryFaults(FaultInjector):
 
     # -- an administrator -------------------------------------------------------------------------
 
-    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+    def requeue_underneath(
+        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+    ) -> None:
         # The memory scheduler requeues at once: no requeue is ever in flight.
         self.cluster.requeue_underneath(ref.id)
+        if held:  # held by the scheduler: pending, never started until released
+            self.cluster.require(ref.id).state = State.HELD
 
     def purge(self, ref: ObjectRef) -> None:
         self.cluster.purge(ref.id)

@@ -313,6 +313,34 @@ class RequeueAssumesCutLanded(SlurmBackend):
                 raise
 
 
+class RequeuesASpecialExit(SlurmBackend):
+    """requeue refuses only a PENDING job: one in SPECIAL_EXIT (requeued and held, pending
+    underneath) is sent ``Requeue=1`` and ``scontrol requeue`` instead of Rejected."""
+
+    def requeue(self, ref: ObjectRef) -> None:
+        line = self._checked(ref)
+        if line.state == "PENDING":
+            raise Rejected(f"{self.name}: job {ref.id} is pending; only a started job is requeued")
+        self._update(ref, "Requeue=1", "requeue")
+        try:
+            done: subprocess.CompletedProcess[str] | None = self.command(
+                "requeue", ["scontrol", "requeue", ref.id]
+            )
+        except subprocess.TimeoutExpired:
+            done = None
+        if done is None or done.returncode != 0:
+            reason = "timed out" if done is None else done.stderr.strip()
+            raise OutcomeUnknown(
+                f"{self.name}: job {ref.id} was marked requeueable, then the requeue {reason}"
+            )
+        before = line.restart_count or 0
+        self._read_back_until(
+            ref,
+            lambda seen: seen is not None and (seen.restart_count or 0) > before,
+            "back with a higher restart count",
+        )
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Slurm adapter: its name, the one thing wrong with it, its class, and the
@@ -444,6 +472,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         RequeueAssumesCutLanded,
         only=("IDENT-052",),
     ),
+    Broken(
+        "requeues_a_special_exit",
+        RequeuesASpecialExit.__doc__ or "",
+        RequeuesASpecialExit,
+        only=("IDENT-053",),
+    ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
 
@@ -472,6 +506,7 @@ requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 update_failure_unknown = _factory("update_failure_unknown")
 release_reads_an_ended_hold = _factory("release_reads_an_ended_hold")
 requeue_assumes_cut_landed = _factory("requeue_assumes_cut_landed")
+requeues_a_special_exit = _factory("requeues_a_special_exit")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]

@@ -342,7 +342,11 @@ class LocalFaults(FaultInjector):
             raise CannotInject(f"near_hold (scontrol update {at}: {done.stderr.strip()})")
         return form
 
-    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+    def requeue_underneath(
+        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+    ) -> None:
+        if held:
+            raise CannotInject("requeue_underneath(held)")
         self.let_run(ref)
         for argv in (
             ("scontrol", "update", f"JobId={ref.id}", "Requeue=1"),

@@ -446,7 +446,17 @@ class SimFaults(FaultInjector):
 
     # -- an administrator ------------------------------------------------------------------------
 
-    def requeue_underneath(self, ref: ObjectRef, *, in_flight: bool = False) -> None:
+    def requeue_underneath(
+        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+    ) -> None:
+        if held:
+            job = self.cluster.require(ref)
+            self._let_run(job)
+            self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
+            self.cluster.admin("scontrol", "requeuehold", "State=SpecialExit", str(job.job_id))
+            if not in_flight:
+                self._finish_requeue(job)
+            return
         self._requeue_underneath(self.cluster.require(ref), settle=not in_flight)
 
     def _requeue_underneath(self, job: Job, settle: bool = True) -> None:
