@@ -366,6 +366,8 @@ class HoldsBesideTheCall(MemoryBackend):
         self.cluster.timed_out("hold", job.native_id)
         number = job.holds_placed + 1
         self.cluster.hold_value(job, number)
+        if job.hold_number() != number:
+            raise OutcomeUnknown(f"{self.name}: hold {number} on {ref.id} did not read back")
         return number
 
     def release(self, ref: ObjectRef, hold: int) -> None:
@@ -376,6 +378,10 @@ class HoldsBesideTheCall(MemoryBackend):
             raise Conflict(f"{self.name}: {ref.id} carries hold {carried}, not {hold}")
         self.cluster.timed_out("release", job.native_id)
         self.cluster.release_value(job)
+        if job.hold_number() == hold:
+            raise OutcomeUnknown(
+                f"{self.name}: release of hold {hold} on {ref.id} did not read back"
+            )
 
 
 class HoldNumbersPerInstance(MemoryBackend):
