@@ -830,11 +830,22 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "harness cannot inject signals",
         "harness cannot inject preflight",
         "harness cannot inject vanish_before_read_back",
+        # faults the toy leaves out (a guide's example, not a complete harness)
+        "harness cannot inject ignore_next_write",
+        "harness cannot inject race_next_write",
+        "harness cannot inject fail_between_steps",
+        "harness cannot inject requeue_underneath(held)",
+        "harness cannot inject disable_history",
+        "harness cannot inject lag_history",
+        "harness cannot inject preempt",
+        "harness cannot inject ignore_next_stop",
+        "harness cannot inject near_hold",
+        "harness cannot inject commands",
         "adapter declares ",
         "the adapter is not a NativePolicyCompiler",
     )
-    for check_id, reason in skipped.items():
-        assert reason.startswith(allowed), (check_id, reason)
+    unexplained = {i: r for i, r in skipped.items() if not r.startswith(allowed)}
+    assert not unexplained, sorted(unexplained.items())
     ran = {r["id"] for r in rows if r["outcome"] == "passed"}
     assert {"IDENT-002", "IDENT-004", "IDENT-017", "IDENT-018", "HOLD-001"} <= ran
 
