@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -310,8 +309,11 @@ class StopAssumesTimeoutLanded(MemoryBackend):
     the object back, which is still running (as ``scancel`` retried never, nor checked)."""
 
     def stop(self, ref: ObjectRef) -> None:
-        with suppress(OutcomeUnknown):
+        try:
             super().stop(ref)
+        except OutcomeUnknown as unknown:
+            if not _timed_out(unknown):
+                raise
 
 
 class RequeueAssumesTimeoutLanded(MemoryBackend):

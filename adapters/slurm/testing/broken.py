@@ -510,3 +510,7 @@ requeues_a_special_exit = _factory("requeues_a_special_exit")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]
+every_row_an_object = _factory("every_row_an_object")
+lagging_row_an_object = _factory("lagging_row_an_object")
+disabled_history_unknown = _factory("disabled_history_unknown")
+no_comment_in_history_unknown = _factory("no_comment_in_history_unknown")
