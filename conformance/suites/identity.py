@@ -442,7 +442,7 @@ def requeued_history_is_one_object(ctx: Context) -> None:
         stop(ctx, lost, "of submission 2, requeued by the loss of its node")
     ctx.faults.purge(lost)
     queued = ctx.start(plan, submission=3, attempt=1)
-    seen = look(ctx, ref, "after its end and its purge")
+    # find alone judges here: open's late read of an ended object is CAP-017's.
     expected = {
         ref.id: "submission 1: requeued, node lost, preempted, ended, gone from the live view",
         lost.id: "submission 2: its node lost, gone from the live view",
@@ -451,15 +451,15 @@ def requeued_history_is_one_object(ctx: Context) -> None:
     listed = each_once(ctx, plan.job, expected, "after submissions 1 and 2 ended and left")
     shown = listed[ref.id]
     ctx.expect(
-        (shown.state, shown.cause) == (seen.state, seen.cause) and shown.state.ended,
-        f"find showed submission 1 ({ref.id}) {shown.state} ({shown.cause}); open shows it "
-        f"{seen.state} ({seen.cause}): its last incarnation's end",
+        shown.state.ended,
+        f"find showed submission 1 ({ref.id}) {shown.state} ({shown.cause}): its last "
+        "incarnation ended",
     )
     if not ended:
         ctx.expect(
-            (seen.state, seen.cause) == (State.FAILED, Cause.EXIT_CODE),
-            f"open showed submission 1 ({ref.id}), whose command exited {LOST_EXIT}, "
-            f"{seen.state} ({seen.cause}), not failed with cause exit_code",
+            (shown.state, shown.cause) == (State.FAILED, Cause.EXIT_CODE),
+            f"find showed submission 1 ({ref.id}), whose command exited {LOST_EXIT}, "
+            f"{shown.state} ({shown.cause}), not failed with cause exit_code",
         )
     ctx.expect(
         listed[lost.id].state.ended and not listed[queued.id].state.ended,
