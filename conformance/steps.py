@@ -170,6 +170,16 @@ def back_in_queue(ctx: Context, ref: ObjectRef) -> Observation:
     return ctx.wait_until(queued, f"open({ref.id}) showing the requeued object queued", 300.0)
 
 
+def requeued_since(before: Observation, seen: Observation) -> bool:
+    """Whether ``seen`` shows the object requeued since ``before``: back in the queue, a
+    higher restart count, or a later submit time (where a requeue moves it)."""
+    return (
+        seen.state in (State.QUEUED, State.HELD)
+        or (seen.restart_count or 0) > (before.restart_count or 0)
+        or seen.ref.submit > before.ref.submit
+    )
+
+
 def expect_ended(ctx: Context, ref: ObjectRef, when: str) -> None:
     """``open(ref)`` shows an ended state, or raises NotFound once the object is gone."""
     try:

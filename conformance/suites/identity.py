@@ -37,6 +37,7 @@ from conformance.steps import (
     ref_text,
     requeue,
     requeue_somehow,
+    requeued_since,
     run,
     stop,
     timed_out,
@@ -1002,11 +1003,8 @@ def timed_out_requeue_reads_back(ctx: Context) -> None:
     if not returned:
         return
     seen = look(ctx, ref, f"after {what} returned though its command timed out")
-    restarts = (before.restart_count or 0, seen.restart_count or 0)
     ctx.expect(
-        seen.state in (State.QUEUED, State.HELD)
-        or restarts[1] > restarts[0]
-        or seen.ref.submit > ref.submit,
+        requeued_since(before, seen),
         f"{what} returned though its command timed out before it took effect, and the object "
         f"was not requeued: open shows {visible(seen)} (before: {visible(before)})",
     )
@@ -1037,11 +1035,8 @@ def lost_requeue_reply(ctx: Context) -> None:
         )
     fired(ctx, "lose_next_reply(requeue)", what)
     seen = look(ctx, ref, f"after {what}, whose reply was lost")
-    restarts = (before.restart_count or 0, seen.restart_count or 0)
     ctx.expect(
-        seen.state in (State.QUEUED, State.HELD)
-        or restarts[1] > restarts[0]
-        or seen.ref.submit > ref.submit,
+        requeued_since(before, seen),
         f"{what} took effect and its reply was lost, yet the object is not requeued: open "
         f"shows {visible(seen)} (before: {visible(before)})",
     )
@@ -1066,11 +1061,8 @@ def ignored_requeue_not_claimed(ctx: Context) -> None:
         fired(ctx, "ignore_next_write(requeue)", what)
         if returned:
             seen = look(ctx, ref, f"after {what} returned")
-            restarts = (before.restart_count or 0, seen.restart_count or 0)
             ctx.expect(
-                seen.state in (State.QUEUED, State.HELD)
-                or restarts[1] > restarts[0]
-                or seen.ref.submit > before.ref.submit,
+                requeued_since(before, seen),
                 f"{what} returned, though the scheduler ignored it: open shows {visible(seen)} "
                 f"(before: {visible(before)})",
             )
@@ -1098,12 +1090,7 @@ def requeue_cut_between_steps(ctx: Context) -> None:
     returned, _ = timed_out(ctx, what, lambda: requeuer.requeue(ref))
     fired(ctx, "fail_between_steps(requeue)", what)
     seen = look(ctx, ref, f"after {what}")
-    restarts = (before.restart_count or 0, seen.restart_count or 0)
-    requeued = (
-        seen.state in (State.QUEUED, State.HELD)
-        or restarts[1] > restarts[0]
-        or seen.ref.submit > ref.submit
-    )
+    requeued = requeued_since(before, seen)
     if returned:
         ctx.expect(
             requeued,
@@ -1119,7 +1106,7 @@ def requeue_cut_between_steps(ctx: Context) -> None:
     call(ctx, f"requeue({ref.id}) again, after the cut one", lambda: requeuer.requeue(ref))
     seen = back_in_queue(ctx, ref)
     ctx.expect(
-        seen.restart_count is None or seen.restart_count == restarts[0] + 1,
+        seen.restart_count is None or seen.restart_count == (before.restart_count or 0) + 1,
         f"after the cut requeue and the next, open shows {visible(seen)} (before: "
         f"{visible(before)}): requeued once, not {seen.restart_count}",
     )
