@@ -38,18 +38,25 @@ def program(words: Sequence[str]) -> str:
     return words[0].rsplit("/", 1)[-1] if words else ""
 
 
+def _scontrol(words: Sequence[str], command: str) -> list[str] | None:
+    """The arguments of ``scontrol <command>``, lower-cased, or None for another call
+    (scontrol's commands and keywords are case-insensitive, as a fault's match must be)."""
+    if program(words) != "scontrol" or [w.lower() for w in words[1:2]] != [command]:
+        return None
+    return [w.lower() for w in words[2:]]
+
+
 def _update(words: Sequence[str]) -> bool:
-    return program(words) == "scontrol" and list(words[1:2]) == ["update"]
+    return _scontrol(words, "update") is not None
 
 
 def _is_hold(words: Sequence[str]) -> bool:
-    return _update(words) and any(
-        w.startswith("StartTime=") and w != "StartTime=now" for w in words[2:]
-    )
+    args = _scontrol(words, "update") or []
+    return any(w.startswith("starttime=") and w != "starttime=now" for w in args)
 
 
 def _is_release(words: Sequence[str]) -> bool:
-    return _update(words) and "StartTime=now" in words
+    return "starttime=now" in (_scontrol(words, "update") or [])
 
 
 LOSABLE: Final[Mapping[str, Matcher]] = {
@@ -58,7 +65,7 @@ LOSABLE: Final[Mapping[str, Matcher]] = {
     "hold": _is_hold,
     "release": _is_release,
     # The adapter requeues in two steps (Requeue=1, then requeue): the second one takes effect.
-    "requeue": lambda words: program(words) == "scontrol" and list(words[1:2]) == ["requeue"],
+    "requeue": lambda words: _scontrol(words, "requeue") is not None,
 }
 """Which call carries each operation's effect: its reply is the one a lost-reply fault loses."""
 
@@ -66,7 +73,7 @@ FIRST_CALLS: Final[Mapping[str, Matcher]] = {
     **LOSABLE,
     # Before the requeue took effect means before its first step: the job is not even marked
     # requeueable.
-    "requeue": lambda words: _update(words) and "Requeue=1" in words,
+    "requeue": lambda words: "requeue=1" in (_scontrol(words, "update") or []),
 }
 """Which call starts each operation: a timeout before effect stops it, so nothing changed."""
 
