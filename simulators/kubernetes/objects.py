@@ -1,0 +1,146 @@
+"""Small helpers over Kubernetes objects held as JSON trees (dicts, lists, strings, numbers)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Final
+
+JSON = dict[str, Any]
+
+TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def clone(value: Any) -> Any:
+    """A deep copy of a JSON tree (several times faster than ``copy.deepcopy`` on these)."""
+    if isinstance(value, dict):
+        return {k: clone(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clone(v) for v in value]
+    return value
+
+
+def timestamp(seconds: float) -> str:
+    """RFC 3339 in UTC, whole seconds, as the API server writes ``creationTimestamp``."""
+    return time.strftime(TIME_FORMAT, time.gmtime(int(seconds)))
+
+
+def parse_timestamp(text: str) -> float:
+    """The inverse of :func:`timestamp` (``ValueError`` on anything else)."""
+    import calendar
+
+    return float(calendar.timegm(time.strptime(text, TIME_FORMAT)))
+
+
+def meta(obj: JSON) -> JSON:
+    """``obj["metadata"]``, made if missing."""
+    m = obj.get("metadata")
+    if not isinstance(m, dict):
+        m = {}
+        obj["metadata"] = m
+    return m
+
+
+def name_of(obj: JSON) -> str:
+    return str(meta(obj).get("name", ""))
+
+
+def namespace_of(obj: JSON) -> str:
+    return str(meta(obj).get("namespace", ""))
+
+
+def uid_of(obj: JSON) -> str:
+    return str(meta(obj).get("uid", ""))
+
+
+def labels_of(obj: JSON) -> dict[str, str]:
+    labels = meta(obj).get("labels")
+    return labels if isinstance(labels, dict) else {}
+
+
+def annotations_of(obj: JSON) -> dict[str, str]:
+    annotations = meta(obj).get("annotations")
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def owner_references(obj: JSON) -> list[JSON]:
+    refs = meta(obj).get("ownerReferences")
+    return [r for r in refs if isinstance(r, dict)] if isinstance(refs, list) else []
+
+
+def controller_of(obj: JSON) -> JSON | None:
+    """The owner reference with ``controller: true``, if any."""
+    for ref in owner_references(obj):
+        if ref.get("controller") is True:
+            return ref
+    return None
+
+
+def owner_reference(owner: JSON, *, controller: bool = True, block: bool = True) -> JSON:
+    """An owner reference to ``owner`` as controllers write them."""
+    return {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": name_of(owner),
+        "uid": uid_of(owner),
+        "controller": controller,
+        "blockOwnerDeletion": block,
+    }
+
+
+def condition(obj: JSON, kind: str) -> JSON | None:
+    """The status condition of type ``kind``, if any."""
+    conditions = obj.get("status", {}).get("conditions")
+    if isinstance(conditions, list):
+        for c in conditions:
+            if isinstance(c, dict) and c.get("type") == kind:
+                return c
+    return None
+
+
+def is_true(obj: JSON, kind: str) -> bool:
+    c = condition(obj, kind)
+    return c is not None and c.get("status") == "True"
+
+
+def set_condition(
+    obj: JSON, kind: str, status: bool, reason: str, message: str, now: float
+) -> bool:
+    """Set a status condition; ``lastTransitionTime`` moves only when the status changes.
+
+    Returns whether anything changed.
+    """
+    status_text = "True" if status else "False"
+    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
+    for c in conditions:
+        if c.get("type") == kind:
+            changed = False
+            if c.get("status") != status_text:
+                c["status"] = status_text
+                c["lastTransitionTime"] = timestamp(now)
+                changed = True
+            if c.get("reason") != reason or c.get("message") != message:
+                c["reason"] = reason
+                c["message"] = message
+                changed = True
+            return changed
+    conditions.append(
+        {
+            "type": kind,
+            "status": status_text,
+            "lastTransitionTime": timestamp(now),
+            "reason": reason,
+            "message": message,
+        }
+    )
+    return True
+
+
+def remove_condition(obj: JSON, kind: str) -> bool:
+    conditions = obj.get("status", {}).get("conditions")
+    if not isinstance(conditions, list):
+        return False
+    kept = [c for c in conditions if not (isinstance(c, dict) and c.get("type") == kind)]
+    if len(kept) == len(conditions):
+        return False
+    obj["status"]["conditions"] = kept
+    return True
