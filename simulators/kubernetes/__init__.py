@@ -1,4 +1,4 @@
-"""A deterministic Kubernetes simulator: the real HTTP API over Trainer, JobSet, Job, kubelet, Kueue."""
+"""A deterministic Kubernetes simulator: the HTTP API over Trainer, JobSet, Job, kubelet, Kueue."""
 
 from simulators.kubernetes.config import IDENTITY_RUNTIME, KubeConfig, NodeConfig, QueueConfig
 from simulators.kubernetes.errors import ApiError

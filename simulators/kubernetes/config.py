@@ -7,7 +7,7 @@ from typing import Final
 
 STOCK_RUNTIMES: Final = ("torch-distributed", "deepspeed-distributed", "jax-distributed")
 IDENTITY_RUNTIME: Final = "dispatch-identity"
-"""The identity-keeping runtime: its trainer Job has ``restartPolicy: Never``, ``backoffLimit: 0``."""
+"""The identity-keeping runtime: its trainer Job has restartPolicy Never and backoffLimit 0."""
 
 
 @dataclass(frozen=True)

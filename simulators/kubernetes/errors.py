@@ -22,7 +22,7 @@ class Cause:
 
 @dataclass
 class ApiError(Exception):
-    """A request the API server refuses: ``code`` is the HTTP status, ``reason`` the Status reason."""
+    """A request the API server refuses: ``code`` the HTTP status, ``reason`` the Status reason."""
 
     code: int
     reason: str
@@ -33,7 +33,7 @@ class ApiError(Exception):
         super().__init__(self.message)
 
     def status(self) -> dict[str, Any]:
-        """The ``Status`` body (kind, apiVersion, status Failure, message, reason, details, code)."""
+        """The ``Status`` body: kind, apiVersion, status Failure, message, reason, details, code."""
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -111,7 +111,9 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 
 

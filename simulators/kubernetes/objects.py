@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 JSON = dict[str, Any]
+T = TypeVar("T")
 
 TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
 
 
-def clone(value: Any) -> Any:
+def clone(value: T) -> T:
     """A deep copy of a JSON tree (several times faster than ``copy.deepcopy`` on these)."""
+    return _clone(value)  # type: ignore[no-any-return]
+
+
+def _clone(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: clone(v) for k, v in value.items()}
+        return {k: _clone(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [clone(v) for v in value]
+        return [_clone(v) for v in value]
     return value
 
 

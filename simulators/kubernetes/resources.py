@@ -66,9 +66,7 @@ CONFIGMAPS: Final = ResourceType(
     CORE, "v1", "ConfigMap", "configmaps", "configmap", True, ("cm",), (), True
 )
 SECRETS: Final = ResourceType(CORE, "v1", "Secret", "secrets", "secret", True, (), (), True)
-JOBS: Final = ResourceType(
-    BATCH, "v1", "Job", "jobs", "job", True, (), ("status",), True, ("all",)
-)
+JOBS: Final = ResourceType(BATCH, "v1", "Job", "jobs", "job", True, (), ("status",), True, ("all",))
 JOBSETS: Final = ResourceType(
     JOBSET, "v1alpha2", "JobSet", "jobsets", "jobset", True, (), ("status",)
 )
@@ -90,16 +88,37 @@ WORKLOADS: Final = ResourceType(
     KUEUE, KUEUE_VERSION, "Workload", "workloads", "workload", True, ("wl",), ("status",)
 )
 LOCALQUEUES: Final = ResourceType(
-    KUEUE, KUEUE_VERSION, "LocalQueue", "localqueues", "localqueue", True, ("queue", "queues", "lq"), ("status",)
+    KUEUE,
+    KUEUE_VERSION,
+    "LocalQueue",
+    "localqueues",
+    "localqueue",
+    True,
+    ("queue", "queues", "lq"),
+    ("status",),
 )
 CLUSTERQUEUES: Final = ResourceType(
-    KUEUE, KUEUE_VERSION, "ClusterQueue", "clusterqueues", "clusterqueue", False, ("cq",), ("status",)
+    KUEUE,
+    KUEUE_VERSION,
+    "ClusterQueue",
+    "clusterqueues",
+    "clusterqueue",
+    False,
+    ("cq",),
+    ("status",),
 )
 RESOURCEFLAVORS: Final = ResourceType(
     KUEUE, KUEUE_VERSION, "ResourceFlavor", "resourceflavors", "resourceflavor", False, ("rf",)
 )
 ADMISSIONCHECKS: Final = ResourceType(
-    KUEUE, KUEUE_VERSION, "AdmissionCheck", "admissionchecks", "admissioncheck", False, (), ("status",)
+    KUEUE,
+    KUEUE_VERSION,
+    "AdmissionCheck",
+    "admissionchecks",
+    "admissioncheck",
+    False,
+    (),
+    ("status",),
 )
 
 RESOURCES: Final[tuple[ResourceType, ...]] = (
@@ -137,7 +156,9 @@ def by_kind(api_version: str, kind: str) -> ResourceType | None:
     return _BY_KIND.get((api_version, kind))
 
 
-def groups(resources: tuple[ResourceType, ...] = RESOURCES) -> dict[str, dict[str, list[ResourceType]]]:
+def groups(
+    resources: tuple[ResourceType, ...] = RESOURCES,
+) -> dict[str, dict[str, list[ResourceType]]]:
     """``{group: {version: [types]}}`` in catalogue order, for discovery."""
     out: dict[str, dict[str, list[ResourceType]]] = {}
     for r in resources:

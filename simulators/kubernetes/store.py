@@ -58,13 +58,24 @@ FOREGROUND: Final = "foregroundDeletion"
 ORPHAN: Final = "orphan"
 GENERATE_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 """k8s.io/apimachinery/pkg/util/rand: the letters generateName suffixes are drawn from."""
-SERVER_FIELDS: Final = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
+SERVER_FIELDS: Final = (
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 FIELD_SELECTABLE: Final = frozenset({"metadata.name", "metadata.namespace"})
 POD_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {"spec.nodeName", "status.phase"}
 DEFAULT_ORPHAN: Final = frozenset({("batch", "jobs")})
-"""batch/v1 Jobs orphan their pods when a client names no propagation policy (registry/batch/job)."""
+"""batch/v1 Jobs orphan their pods when a client names no propagation policy.
+
+(pkg/registry/batch/job/strategy.go, DefaultGarbageCollectionPolicy: OrphanDependents for batch/v1.)
+"""
 
 Key = tuple[str, str]  # (namespace, name)
+Dependents = list[tuple[ResourceType, JSON]]
+Objects = list[JSON]
+KeyList = list[Key]
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,9 @@ class Event:
     resource: ResourceType
     object: JSON
     old: JSON | None
+
+
+EventList = list[Event]
 
 
 @dataclass
@@ -173,9 +187,7 @@ class Store:
         self._uids: set[str] = set()
         self._dependents: dict[str, set[tuple[ResourceType, Key]]] = {}
         """owner uid -> the objects whose ownerReferences name it (garbage collection)."""
-        self._tables: dict[tuple[str, str], _Table] = {
-            r.key: _Table(r, window) for r in resources
-        }
+        self._tables: dict[tuple[str, str], _Table] = {r.key: _Table(r, window) for r in resources}
 
     # -- identity ----------------------------------------------------------------------------
 
@@ -206,7 +218,7 @@ class Store:
         """The stored object itself (callers must not mutate it), or None."""
         return self.table(resource).objects.get((self._scope(resource, namespace), name))
 
-    def keys(self, resource: ResourceType, namespace: str | None = None) -> list[Key]:
+    def keys(self, resource: ResourceType, namespace: str | None = None) -> KeyList:
         """The (namespace, name) of every object, sorted; one namespace's when given."""
         table = self.table(resource)
         if namespace is None or not resource.namespaced:
@@ -219,7 +231,7 @@ class Store:
         namespace: str | None = None,
         labels: LabelSelector | None = None,
         fields: FieldSelector | None = None,
-    ) -> list[JSON]:
+    ) -> Objects:
         """The stored objects (not copies) that match, sorted by namespace and name."""
         table = self.table(resource)
         candidates: set[Key] | None = None
@@ -229,21 +241,26 @@ class Store:
             if spaced is not None and namespace is None:
                 namespace = spaced
             if name is not None:
-                candidates = {k for k in table.objects if k[1] == name} if namespace is None else (
-                    {(self._scope(resource, namespace), name)}
+                candidates = (
+                    {k for k in table.objects if k[1] == name}
+                    if namespace is None
+                    else ({(self._scope(resource, namespace), name)})
                 )
         if labels is not None:
-            for key, values in labels.index_hint():
+            for label, values in labels.index_hint():
+                found: set[Key]
                 if values is None:
-                    found = table.by_label_key.get(key, set())
+                    found = table.by_label_key.get(label, set())
                 else:
-                    found = set().union(*(table.by_label.get((key, v), set()) for v in values))
+                    found = set()
+                    for value in values:
+                        found |= table.by_label.get((label, value), set())
                 candidates = set(found) if candidates is None else candidates & found
         if namespace is not None and resource.namespaced:
             spaced_keys = table.by_namespace.get(namespace, set())
             candidates = set(spaced_keys) if candidates is None else candidates & spaced_keys
         keys = sorted(candidates) if candidates is not None else sorted(table.objects)
-        out: list[JSON] = []
+        out: Objects = []
         for key in keys:
             obj = table.objects.get(key)
             if obj is None:
@@ -279,8 +296,8 @@ class Store:
             token = _encode_continue(_key(matched[-1]), self.revision)
         return Page([clone(o) for o in matched], str(self.revision), token, remaining)
 
-    def events_since(self, resource: ResourceType, resource_version: int) -> list[Event]:
-        """The events of ``resource`` after ``resource_version``; 410 Gone if the window lost some."""
+    def events_since(self, resource: ResourceType, resource_version: int) -> EventList:
+        """The events of ``resource`` after ``resource_version`` (410 Gone when some are lost)."""
         table = self.table(resource)
         if resource_version < table.evicted_through:
             raise errors.gone(
@@ -440,10 +457,9 @@ class Store:
             return clone(self._remove(table, key, old))
         if finalizers:
             nm["finalizers"] = finalizers
-        if "deletionTimestamp" not in nm:
-            nm["deletionTimestamp"] = timestamp(self.now() + graceful)
-            nm["deletionGracePeriodSeconds"] = graceful
-        elif graceful < int(nm.get("deletionGracePeriodSeconds", graceful)):
+        if "deletionTimestamp" not in nm or graceful < int(
+            nm.get("deletionGracePeriodSeconds", graceful)
+        ):
             nm["deletionTimestamp"] = timestamp(self.now() + graceful)
             nm["deletionGracePeriodSeconds"] = graceful
         if graceful == 0 and not finalizers:
@@ -477,14 +493,14 @@ class Store:
         for plugin in self.admission:
             plugin.admit(request)
 
-    def _check_version(
-        self, resource: ResourceType, old: JSON, m: JSON, subresource: str
-    ) -> None:
+    def _check_version(self, resource: ResourceType, old: JSON, m: JSON, subresource: str) -> None:
         given = m.get("resourceVersion")
         stored = meta(old).get("resourceVersion")
         if given:
             if given != stored:
-                raise errors.conflict(resource.plural, resource.group, meta(old)["name"], errors.STALE)
+                raise errors.conflict(
+                    resource.plural, resource.group, meta(old)["name"], errors.STALE
+                )
         elif not resource.builtin:
             raise errors.invalid(
                 resource.kind,
@@ -508,9 +524,7 @@ class Store:
             )
         del subresource
 
-    def _merge_update(
-        self, resource: ResourceType, old: JSON, obj: JSON, subresource: str
-    ) -> JSON:
+    def _merge_update(self, resource: ResourceType, old: JSON, obj: JSON, subresource: str) -> JSON:
         has_status = "status" in resource.subresources
         if subresource == "status":
             new = clone(old)
@@ -550,8 +564,10 @@ class Store:
             m["generation"] = int(meta(old).get("generation", 1)) + 1
         if new == old:
             return old
-        if m.get("deletionTimestamp") and not m.get("finalizers") and not self._grace_pending(
-            table.resource, new
+        if (
+            m.get("deletionTimestamp")
+            and not m.get("finalizers")
+            and not self._grace_pending(table.resource, new)
         ):
             return self._remove(table, key, old)
         return self._commit(table, key, new, old, "MODIFIED")
@@ -584,7 +600,8 @@ class Store:
         table.record(event)
         for listener in self.listeners:
             listener(event)
-        self.changed.notify_all()
+        with self.changed:
+            self.changed.notify_all()
 
     def _has_dependents(self, owner: JSON) -> bool:
         return bool(self._dependents.get(str(meta(owner).get("uid"))))
@@ -602,9 +619,9 @@ class Store:
                 if not found:
                     del self._dependents[uid]
 
-    def dependents(self, owner_uid: str) -> list[tuple[ResourceType, JSON]]:
+    def dependents(self, owner_uid: str) -> Dependents:
         """The stored objects whose ownerReferences name ``owner_uid``, in a stable order."""
-        out: list[tuple[ResourceType, JSON]] = []
+        out: Dependents = []
         for resource, key in sorted(
             self._dependents.get(owner_uid, ()), key=lambda rk: (rk[0].group, rk[0].plural, rk[1])
         ):
@@ -659,7 +676,9 @@ def _decode_continue(token: str) -> Key:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         data = json.loads(raw)
         start = data["start"]
-        if not (isinstance(start, list) and len(start) == 2 and all(isinstance(s, str) for s in start)):
+        if not (
+            isinstance(start, list) and len(start) == 2 and all(isinstance(s, str) for s in start)
+        ):
             raise ValueError(start)
         return (start[0], start[1])
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError):
@@ -678,7 +697,13 @@ def _validate_name(resource: ResourceType, obj: JSON, name: str) -> None:
             resource.kind,
             resource.group,
             "",
-            [Cause("metadata.name", "Required value: name or generateName is required", "FieldValueRequired")],
+            [
+                Cause(
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                    "FieldValueRequired",
+                )
+            ],
         )
     if len(name) > 253 or not re.fullmatch(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*", name):
         raise errors.invalid(

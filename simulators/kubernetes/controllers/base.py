@@ -146,9 +146,11 @@ class Runner:
                     if again is not None:
                         self._schedule(index, (namespace, name), max(again, self.cluster.now()))
         raise RuntimeError(
-            "the simulated controllers did not settle in "
-            f"{MAX_ROUNDS} rounds: {[c.name for c, q in zip(self.controllers, self._queues) if q]}"
+            f"the simulated controllers did not settle in {MAX_ROUNDS} rounds: {self._busy()}"
         )
+
+    def _busy(self) -> list[str]:
+        return [c.name for c, q in zip(self.controllers, self._queues, strict=True) if q]
 
     def advance(self, seconds: float) -> float:
         """Move the virtual clock forward, stopping at every due time on the way to reconcile."""

@@ -14,14 +14,15 @@ As kube-controller-manager's garbagecollector behaves:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+from collections.abc import Callable, Iterable
 from typing import ClassVar
 
 from simulators.kubernetes.controllers.base import Controller
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.objects import JSON, meta, owner_references
 from simulators.kubernetes.resources import NAMESPACES, RESOURCES, ResourceType, by_kind
-from simulators.kubernetes.store import FOREGROUND, ORPHAN, Event, Key
+from simulators.kubernetes.store import FOREGROUND, ORPHAN, Event, Key, Propagation
 
 _BY_KEY = {f"{r.group}/{r.plural}": r for r in RESOURCES}
 
@@ -158,22 +159,22 @@ class GarbageCollector(Controller):
 
         self._write(resource, str(m.get("namespace", "")), str(m.get("name")), drop)
 
-    def _write(self, resource: ResourceType, namespace: str, name: str, change: object) -> None:
-        try:
-            self.store.mutate(resource, namespace, name, change)  # type: ignore[arg-type]
-        except ApiError:
-            pass  # gone or refused meanwhile: the next event brings it back here
+    def _write(
+        self, resource: ResourceType, namespace: str, name: str, change: Callable[[JSON], None]
+    ) -> None:
+        # gone or refused meanwhile: the next event brings it back here
+        with contextlib.suppress(ApiError):
+            self.store.mutate(resource, namespace, name, change)
 
-    def _delete(self, resource: ResourceType, obj: JSON, propagation: str) -> None:
+    def _delete(self, resource: ResourceType, obj: JSON, propagation: Propagation) -> None:
         m = meta(obj)
-        try:
+        # already gone, or replaced (the uid precondition): nothing of ours to delete
+        with contextlib.suppress(ApiError):
             self.store.delete(
                 resource,
                 str(m.get("namespace", "")),
                 str(m.get("name")),
                 uid=str(m.get("uid")),
-                propagation=propagation,  # type: ignore[arg-type]
+                propagation=propagation,
                 internal=True,
             )
-        except ApiError:
-            pass  # already gone, or replaced (the uid precondition): nothing of ours to delete

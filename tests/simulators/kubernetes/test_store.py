@@ -1,0 +1,256 @@
+"""The store's rules: resourceVersions, uids, conflicts, preconditions, deletion, events, indexes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from dispatch_core import VirtualClock
+from simulators.kubernetes.controllers.base import Cluster, Runner
+from simulators.kubernetes.controllers.gc import GarbageCollector
+from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.objects import owner_reference
+from simulators.kubernetes.resources import JOBS, NAMESPACES, PODS, TRAINJOBS
+from simulators.kubernetes.selectors import FieldSelector, LabelSelector
+from simulators.kubernetes.store import Store, field_selectable
+
+
+def make_store(seed: int = 0, window: int = 10_000) -> tuple[Store, VirtualClock]:
+    clock = VirtualClock()
+    store = Store(rng=random.Random(seed), now=clock.now, window=window)
+    store.create(NAMESPACES, "", {"metadata": {"name": "default"}})
+    return store, clock
+
+
+def trainjob(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "labels": dict(labels)},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}},
+    }
+
+
+def pod(name: str, node: str = "", **labels: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": [{"name": "main", "image": "busybox"}]}
+    if node:
+        spec["nodeName"] = node
+    return {"metadata": {"name": name, "labels": dict(labels)}, "spec": spec}
+
+
+def test_create_sets_server_fields_and_a_new_version_per_write() -> None:
+    store, clock = make_store()
+    made = store.create(TRAINJOBS, "default", trainjob("a"))
+    m = made["metadata"]
+    assert m["namespace"] == "default"
+    assert m["generation"] == 1
+    assert m["creationTimestamp"] == "2026-01-01T00:00:00Z"
+    assert int(m["resourceVersion"]) == store.revision
+    clock.advance(5)
+    other = store.create(TRAINJOBS, "default", trainjob("b"))
+    assert int(other["metadata"]["resourceVersion"]) == int(m["resourceVersion"]) + 1
+    assert other["metadata"]["uid"] != m["uid"]
+    assert other["metadata"]["creationTimestamp"] == "2026-01-01T00:00:05Z"
+
+
+def test_uids_are_seeded_and_never_reused() -> None:
+    first, _ = make_store(seed=7)
+    second, _ = make_store(seed=7)
+    a = first.create(TRAINJOBS, "default", trainjob("a"))["metadata"]["uid"]
+    b = second.create(TRAINJOBS, "default", trainjob("a"))["metadata"]["uid"]
+    assert a == b
+    first.delete(TRAINJOBS, "default", "a")
+    again = first.create(TRAINJOBS, "default", trainjob("a"))["metadata"]["uid"]
+    assert again != a
+
+
+def test_create_refuses_a_taken_name_a_missing_namespace_and_a_bad_name() -> None:
+    store, _ = make_store()
+    store.create(TRAINJOBS, "default", trainjob("a"))
+    with pytest.raises(ApiError) as taken:
+        store.create(TRAINJOBS, "default", trainjob("a"))
+    assert (taken.value.code, taken.value.reason) == (409, "AlreadyExists")
+    assert taken.value.message == 'trainjobs.trainer.kubeflow.org "a" already exists'
+    with pytest.raises(ApiError) as missing:
+        store.create(TRAINJOBS, "nowhere", trainjob("a"))
+    assert (missing.value.code, missing.value.message) == (404, 'namespaces "nowhere" not found')
+    with pytest.raises(ApiError) as bad:
+        store.create(TRAINJOBS, "default", trainjob("Not_Valid"))
+    assert bad.value.code == 422
+    assert bad.value.details["causes"][0]["field"] == "metadata.name"
+
+
+def test_a_stale_update_is_a_conflict_and_a_custom_resource_needs_a_version() -> None:
+    store, _ = make_store()
+    made = store.create(TRAINJOBS, "default", trainjob("a"))
+    fresh = dict(made, spec={"suspend": True})
+    updated = store.update(TRAINJOBS, "default", "a", fresh)
+    assert updated["metadata"]["generation"] == 2
+    with pytest.raises(ApiError) as stale:
+        store.update(TRAINJOBS, "default", "a", dict(made, spec={"suspend": False}))
+    assert (stale.value.code, stale.value.reason) == (409, "Conflict")
+    assert "the object has been modified" in stale.value.message
+    unversioned = dict(updated)
+    unversioned["metadata"] = {
+        k: v for k, v in updated["metadata"].items() if k != "resourceVersion"
+    }
+    with pytest.raises(ApiError) as needs:
+        store.update(TRAINJOBS, "default", "a", unversioned)
+    assert needs.value.code == 422
+
+
+def test_an_update_that_changes_nothing_writes_nothing() -> None:
+    store, _ = make_store()
+    made = store.create(TRAINJOBS, "default", trainjob("a"))
+    before = store.revision
+    same = store.update(TRAINJOBS, "default", "a", made)
+    assert same["metadata"]["resourceVersion"] == made["metadata"]["resourceVersion"]
+    assert store.revision == before
+
+
+def test_status_is_its_own_subresource() -> None:
+    store, _ = make_store()
+    made = store.create(TRAINJOBS, "default", dict(trainjob("a"), status={"x": 1}))
+    assert "status" not in made
+    with_status = store.update(
+        TRAINJOBS, "default", "a", dict(made, status={"conditions": []}), subresource="status"
+    )
+    assert with_status["status"] == {"conditions": []}
+    assert with_status["metadata"]["generation"] == 1
+    main = store.update(TRAINJOBS, "default", "a", dict(with_status, status={"lost": True}))
+    assert main["status"] == {"conditions": []}
+
+
+def test_delete_preconditions_are_conflicts() -> None:
+    store, _ = make_store()
+    made = store.create(TRAINJOBS, "default", trainjob("a"))
+    with pytest.raises(ApiError) as wrong:
+        store.delete(TRAINJOBS, "default", "a", uid="wrong-uid")
+    assert wrong.value.code == 409
+    assert wrong.value.message == (
+        'Operation cannot be fulfilled on trainjobs.trainer.kubeflow.org "a": Precondition failed: '
+        f"UID in precondition: wrong-uid, UID in object meta: {made['metadata']['uid']}"
+    )
+    with pytest.raises(ApiError) as version:
+        store.delete(TRAINJOBS, "default", "a", resource_version="1")
+    assert version.value.code == 409
+    store.delete(TRAINJOBS, "default", "a", uid=made["metadata"]["uid"])
+    with pytest.raises(ApiError) as gone:
+        store.get(TRAINJOBS, "default", "a")
+    assert gone.value.code == 404
+
+
+def test_finalizers_hold_a_deletion_until_they_are_removed() -> None:
+    store, _ = make_store()
+    made = store.create(
+        TRAINJOBS, "default", dict(trainjob("a"), metadata={"name": "a", "finalizers": ["x/y"]})
+    )
+    marked = store.delete(TRAINJOBS, "default", "a")
+    assert marked["metadata"]["deletionTimestamp"]
+    assert store.peek(TRAINJOBS, "default", "a") is not None
+    current = store.get(TRAINJOBS, "default", "a")
+    current["metadata"]["finalizers"] = []
+    store.update(TRAINJOBS, "default", "a", current)
+    assert store.peek(TRAINJOBS, "default", "a") is None
+    del made
+
+
+def test_a_bound_running_pod_is_deleted_gracefully() -> None:
+    store, clock = make_store()
+    store.create(PODS, "default", pod("p", node="node-0"))
+    marked = store.delete(PODS, "default", "p")
+    assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert marked["metadata"]["deletionTimestamp"] == "2026-01-01T00:00:30Z"
+    store.finish_deletion(PODS, "default", "p")
+    assert store.peek(PODS, "default", "p") is None
+    store.create(PODS, "default", pod("q"))
+    store.delete(PODS, "default", "q")
+    assert store.peek(PODS, "default", "q") is None
+    del clock
+
+
+def test_events_resume_from_a_version_and_are_gone_past_the_window() -> None:
+    store, _ = make_store(window=3)
+    start = store.revision
+    for name in "abcd":
+        store.create(TRAINJOBS, "default", trainjob(name))
+    with pytest.raises(ApiError) as too_old:
+        store.events_since(TRAINJOBS, start)
+    assert too_old.value.code == 410
+    assert too_old.value.message.startswith(f"too old resource version: {start} (")
+    recent = store.events_since(TRAINJOBS, start + 2)
+    assert [e.object["metadata"]["name"] for e in recent] == ["c", "d"]
+    assert [e.type for e in recent] == ["ADDED", "ADDED"]
+
+
+def test_label_selected_lists_use_the_index_and_page_with_continue() -> None:
+    store, _ = make_store()
+    for i in range(10):
+        store.create(TRAINJOBS, "default", trainjob(f"job-{i}", team="a" if i % 2 else "b"))
+    selected = store.list(TRAINJOBS, "default", labels=LabelSelector.parse("team=a"))
+    assert [o["metadata"]["name"] for o in selected.items] == [f"job-{i}" for i in (1, 3, 5, 7, 9)]
+    first = store.list(TRAINJOBS, "default", limit=4)
+    assert len(first.items) == 4 and first.continue_token and first.remaining == 6
+    rest = store.list(TRAINJOBS, "default", continue_token=first.continue_token)
+    assert [o["metadata"]["name"] for o in first.items + rest.items] == sorted(
+        f"job-{i}" for i in range(10)
+    )
+    by_name = store.list(
+        TRAINJOBS,
+        "default",
+        fields=FieldSelector.parse("metadata.name=job-3", field_selectable(TRAINJOBS)),
+    )
+    assert [o["metadata"]["name"] for o in by_name.items] == ["job-3"]
+
+
+def make_cluster() -> tuple[Store, Runner]:
+    store, clock = make_store()
+    cluster = Cluster(store, clock, random.Random(0), None)
+    return store, Runner(cluster, [GarbageCollector(cluster)])
+
+
+def test_background_deletion_collects_dependents() -> None:
+    store, runner = make_cluster()
+    owner = store.create(TRAINJOBS, "default", trainjob("a"))
+    store.create(
+        JOBS,
+        "default",
+        {"metadata": {"name": "a-0", "ownerReferences": [owner_reference(owner)]}, "spec": {}},
+    )
+    runner.settle()
+    assert store.peek(JOBS, "default", "a-0") is not None
+    store.delete(TRAINJOBS, "default", "a", propagation="Background")
+    runner.settle()
+    assert store.peek(JOBS, "default", "a-0") is None
+
+
+def test_foreground_deletion_removes_dependents_first() -> None:
+    store, runner = make_cluster()
+    owner = store.create(TRAINJOBS, "default", trainjob("a"))
+    store.create(
+        JOBS,
+        "default",
+        {"metadata": {"name": "a-0", "ownerReferences": [owner_reference(owner)]}, "spec": {}},
+    )
+    marked = store.delete(TRAINJOBS, "default", "a", propagation="Foreground")
+    assert marked["metadata"]["finalizers"] == ["foregroundDeletion"]
+    runner.settle()
+    assert store.peek(JOBS, "default", "a-0") is None
+    assert store.peek(TRAINJOBS, "default", "a") is None
+
+
+def test_a_job_orphans_its_dependents_by_default() -> None:
+    store, runner = make_cluster()
+    job = store.create(JOBS, "default", {"metadata": {"name": "j"}, "spec": {}})
+    store.create(
+        PODS,
+        "default",
+        dict(pod("j-0"), metadata={"name": "j-0", "ownerReferences": [owner_reference(job)]}),
+    )
+    store.delete(JOBS, "default", "j")
+    runner.settle()
+    assert store.peek(JOBS, "default", "j") is None
+    left = store.get(PODS, "default", "j-0")
+    assert "ownerReferences" not in left["metadata"]
