@@ -1,0 +1,512 @@
+"""The API's verbs over the store: one ``Api.handle(Request)`` per HTTP request.
+
+Every request runs under ``sim.lock``: the armed API fault is taken first (a refusal answers
+409 or 500 before anything applies), then the verb applies, writes settle the controllers, and
+a ``lose_reply`` fault drops the answer after the write landed. Faults are matched on the verb
+(get, list, watch, create, update, patch, delete, deletecollection), the plural
+(``trainjobs``; ``trainjobs/status`` for a subresource) and the name (``""`` for collections).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from simulators.kubernetes import errors
+from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.http import discovery, openapi, tables
+from simulators.kubernetes.http.control import CONTROL
+from simulators.kubernetes.http.routing import ResourceRoute, resource_route, served
+from simulators.kubernetes.http.watch import WatchStream
+from simulators.kubernetes.objects import JSON, meta
+from simulators.kubernetes.resources import PODS, ResourceType
+from simulators.kubernetes.selectors import FieldSelector, LabelSelector, SelectorError
+from simulators.kubernetes.store import Propagation, decode_body, field_selectable
+
+if TYPE_CHECKING:
+    from simulators.kubernetes.sim import KubeSim
+
+JSON_TYPE: Final = "application/json"
+TEXT_TYPE: Final = "text/plain; charset=utf-8"
+REFUSED: Final = "the simulator refused this request before it applied (fault refuse_next)"
+
+LogSource = Callable[["KubeSim", str, str, str, bool, "int | None", bool], str]
+"""(sim, namespace, pod, container, previous, tail_lines, timestamps) -> the log text."""
+
+
+@dataclass
+class Request:
+    """What the HTTP layer read: method, path, query (last value of each), headers, body."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    accept: str = ""
+    content_type: str = ""
+    body: bytes = b""
+
+
+@dataclass
+class Reply:
+    """A whole answer; ``lose`` says: close the connection without writing it."""
+
+    code: int
+    body: bytes
+    content_type: str | None = JSON_TYPE
+    lose: bool = False
+
+
+@dataclass
+class Streamed:
+    """A watch answer: 200, then the stream's events, chunked."""
+
+    stream: WatchStream
+    content_type: str
+
+
+def dump(obj: Any) -> bytes:
+    """Compact JSON and a newline, as the API server's encoder writes it."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def error_reply(exc: ApiError) -> Reply:
+    return Reply(exc.code, dump(exc.status()))
+
+
+def kubelet_logs(
+    sim: KubeSim,
+    namespace: str,
+    pod: str,
+    container: str,
+    previous: bool,
+    tail_lines: int | None,
+    timestamps: bool,
+) -> str:
+    """The kubelet's ``logs(cluster, namespace, pod, container, ...)``; "" until it exists."""
+    try:
+        module = importlib.import_module("simulators.kubernetes.controllers.kubelet")
+    except ImportError:
+        return ""
+    logs = getattr(module, "logs", None)
+    if logs is None:
+        return ""
+    kwargs: dict[str, Any] = {"previous": previous, "tail_lines": tail_lines}
+    if "timestamps" in inspect.signature(logs).parameters:
+        kwargs["timestamps"] = timestamps
+    return str(logs(sim.cluster, namespace, pod, container, **kwargs))
+
+
+def _bool(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+def _int(query: dict[str, str], name: str) -> int | None:
+    text = query.get(name)
+    if text is None or text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise errors.bad_request(f'invalid value "{text}" for {name}: not an integer') from None
+
+
+def _fallback_patch(current: JSON, content_type: str, body: bytes, builtin: bool) -> Any:
+    """JSON patch (RFC 6902) and merge patch (RFC 7386) until simulators.kubernetes.patch lands."""
+    import json_merge_patch
+    import jsonpatch
+
+    if content_type == "application/json-patch+json":
+        try:
+            return jsonpatch.apply_patch(current, json.loads(body))
+        except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
+            raise errors.bad_request(str(exc)) from None
+    if content_type == "application/merge-patch+json" or (
+        builtin and content_type == "application/strategic-merge-patch+json"
+    ):
+        patch = decode_body(body)
+        if not isinstance(patch, dict):
+            raise errors.bad_request("error decoding patch: the patch is not a JSON object")
+        return json_merge_patch.merge(current, patch)
+    raise errors.unsupported_media_type(content_type)
+
+
+def apply_patch(resource: ResourceType, current: JSON, content_type: str, body: bytes) -> JSON:
+    """``simulators.kubernetes.patch.apply_patch`` when present (415 for strategic on a CRD)."""
+    try:
+        module = importlib.import_module("simulators.kubernetes.patch")
+    except ImportError:
+        module = None
+    fn = getattr(module, "apply_patch", None) if module is not None else None
+    if fn is None:
+        result = _fallback_patch(current, content_type, body, resource.builtin)
+    else:
+        result = fn(
+            current,
+            content_type,
+            body,
+            builtin=resource.builtin,
+            kind=resource.kind,
+            group=resource.group,
+            version=resource.version,
+        )
+    if not isinstance(result, dict):
+        raise errors.bad_request("the patch did not produce an object")
+    return result
+
+
+class Api:
+    """The API server's request handling, independent of sockets."""
+
+    def __init__(
+        self,
+        sim: KubeSim,
+        host: str,
+        stopped: Callable[[], bool],
+        logs: LogSource = kubelet_logs,
+    ) -> None:
+        self.sim = sim
+        self.host = host
+        self.stopped = stopped
+        self.logs = logs
+
+    @property
+    def resources(self) -> tuple[ResourceType, ...]:
+        return served(self.sim.store, bool(self.sim.config.kueue))
+
+    def handle(self, req: Request) -> Reply | Streamed:
+        try:
+            return self._route(req)
+        except ApiError as exc:
+            return error_reply(exc)
+
+    # -- routing -------------------------------------------------------------------------------
+
+    def _route(self, req: Request) -> Reply | Streamed:
+        parts = [p for p in req.path.split("/") if p]
+        if parts in (["healthz"], ["readyz"], ["livez"]):
+            return Reply(200, b"ok", TEXT_TYPE)
+        if parts == ["version"]:
+            return Reply(200, dump(discovery.version_info(int(self.sim.config.kube_minor))))
+        if parts[:2] == ["sim", "v1"]:
+            return self._control(req, "/".join(parts[2:]))
+        if parts[:1] == ["openapi"]:
+            return self._openapi(parts)
+        if req.method == "GET":
+            found = self._discovery(parts, req.accept)
+            if found is not None:
+                return found
+        route = resource_route(parts, self.resources)
+        with self.sim.lock:
+            return self._resource(req, route)
+
+    def _control(self, req: Request, name: str) -> Reply:
+        handler = CONTROL.get((req.method, name))
+        if handler is None:
+            raise errors.route_not_found()
+        body = decode_body(req.body) if req.body.strip() else {}
+        with self.sim.lock:
+            return Reply(200, dump(handler(self.sim, body)))
+
+    def _openapi(self, parts: list[str]) -> Reply:
+        if parts == ["openapi", "v3"]:
+            return Reply(200, dump(openapi.root(self.resources)))
+        if parts[:2] == ["openapi", "v3"]:
+            gv = parts[2:]
+            doc = None
+            if gv[:1] == ["api"] and len(gv) == 2:
+                doc = openapi.group_version_doc(self.resources, "", gv[1])
+            elif gv[:1] == ["apis"] and len(gv) == 3:
+                doc = openapi.group_version_doc(self.resources, gv[1], gv[2])
+            if doc is not None:
+                return Reply(200, dump(doc))
+        raise errors.route_not_found()
+
+    def _discovery(self, parts: list[str], accept: str) -> Reply | None:
+        resources = self.resources
+        if parts in (["api"], ["apis"]):
+            version = discovery.aggregated_version(accept)
+            core = parts == ["api"]
+            if version is not None:
+                doc = discovery.aggregated(resources, core, version)
+                return Reply(200, dump(doc), discovery.AGGREGATED.format(v=version))
+            if core:
+                return Reply(200, dump(discovery.api_versions(self.host)))
+            return Reply(200, dump(discovery.api_group_list(resources)))
+        found: JSON | None = None
+        if parts == ["api", "v1"]:
+            found = discovery.resource_list(resources, "", "v1")
+        elif len(parts) == 2 and parts[0] == "apis":
+            found = discovery.api_group(resources, parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            found = discovery.resource_list(resources, parts[1], parts[2])
+        else:
+            return None
+        if found is None:
+            raise errors.route_not_found()
+        return Reply(200, dump(found))
+
+    # -- resources -----------------------------------------------------------------------------
+
+    def _verb(self, req: Request, route: ResourceRoute) -> str:
+        method, item = req.method, route.name is not None
+        if method == "GET":
+            if item:
+                return "get"
+            return "watch" if _bool(req.query.get("watch")) else "list"
+        if method == "POST" and not item:
+            return "create"
+        if method == "PUT" and item:
+            return "update"
+        if method == "PATCH" and item:
+            return "patch"
+        if method == "DELETE":
+            return "delete" if item else "deletecollection"
+        raise errors.method_not_allowed()
+
+    def _resource(self, req: Request, route: ResourceRoute) -> Reply | Streamed:
+        verb = self._verb(req, route)
+        r = route.resource
+        if route.namespace is None and r.namespaced and verb not in ("list", "watch"):
+            raise errors.route_not_found()
+        plural = f"{r.plural}/{route.subresource}" if route.subresource else r.plural
+        fault = self.sim.faults.take(verb, plural, route.name or "")
+        if fault is not None and fault.kind == "refuse":
+            if fault.code == 409:
+                raise errors.conflict(r.plural, r.group, route.name or "", REFUSED)
+            raise errors.internal(REFUSED)
+        answer = self._apply(verb, req, route)
+        if fault is not None and fault.kind == "lose_reply":
+            return Reply(0, b"", None, lose=True)
+        return answer
+
+    def _apply(self, verb: str, req: Request, route: ResourceRoute) -> Reply | Streamed:
+        r, ns, name, sub = (
+            route.resource,
+            route.namespace or "",
+            route.name or "",
+            route.subresource,
+        )
+        store = self.sim.store
+        if sub == "log":
+            if verb != "get":
+                raise errors.method_not_allowed()
+            return self._log(req, ns, name)
+        if verb == "get":
+            return self._object(req, r, store.get(r, ns, name))
+        if verb in ("list", "watch"):
+            labels, fields = self._selectors(req, r)
+            if verb == "watch":
+                return self._watch(req, route, labels, fields)
+            page = store.list(
+                r,
+                route.namespace,
+                labels,
+                fields,
+                _int(req.query, "limit"),
+                req.query.get("continue", ""),
+            )
+            if tables.wants_table(req.accept):
+                doc = tables.table(
+                    r, page.items, self.sim.clock.now(), page.resource_version, page.continue_token
+                )
+                return Reply(200, dump(doc), tables.TABLE_CONTENT_TYPE)
+            list_meta: JSON = {"resourceVersion": page.resource_version}
+            if page.continue_token:
+                list_meta["continue"] = page.continue_token
+            if page.remaining is not None:
+                list_meta["remainingItemCount"] = page.remaining
+            body: JSON = {"apiVersion": r.api_version, "kind": r.list_kind, "metadata": list_meta}
+            body["items"] = page.items
+            return Reply(200, dump(body))
+        if verb == "create":
+            obj = self._body_object(req, r)
+            made = store.create(r, ns, obj)
+            self.sim.runner.settle()
+            return self._object(req, r, made, 201)
+        if verb == "update":
+            obj = self._body_object(req, r)
+            done = store.update(r, ns, name, obj, subresource=sub)
+            self.sim.runner.settle()
+            return self._object(req, r, done)
+        if verb == "patch":
+            current = store.get(r, ns, name)
+            content_type = req.content_type.split(";")[0].strip().lower()
+            patched = apply_patch(r, current, content_type, req.body)
+            pm = meta(patched)
+            if not pm.get("resourceVersion"):
+                pm["resourceVersion"] = meta(current).get("resourceVersion")
+            done = store.update(r, ns, name, patched, subresource=sub)
+            self.sim.runner.settle()
+            return self._object(req, r, done)
+        if verb == "delete":
+            return self._delete(req, r, ns, name)
+        if verb == "deletecollection":
+            labels, fields = self._selectors(req, r)
+            options = self._delete_options(req)
+            gone = []
+            for obj in [dict(o) for o in store.select(r, route.namespace, labels, fields)]:
+                m = meta(obj)
+                gone.append(
+                    store.delete(
+                        r,
+                        str(m.get("namespace", "")),
+                        str(m.get("name", "")),
+                        propagation=options["propagation"],
+                        grace_seconds=options["grace"],
+                    )
+                )
+            self.sim.runner.settle()
+            deleted: JSON = {
+                "apiVersion": r.api_version,
+                "kind": r.list_kind,
+                "metadata": {"resourceVersion": str(store.revision)},
+                "items": gone,
+            }
+            return Reply(200, dump(deleted))
+        raise errors.method_not_allowed()
+
+    def _object(self, req: Request, r: ResourceType, obj: JSON, code: int = 200) -> Reply:
+        if tables.wants_table(req.accept):
+            rv = str(meta(obj).get("resourceVersion", ""))
+            doc = tables.table(r, [obj], self.sim.clock.now(), rv)
+            return Reply(code, dump(doc), tables.TABLE_CONTENT_TYPE)
+        return Reply(code, dump(obj))
+
+    def _body_object(self, req: Request, r: ResourceType) -> JSON:
+        obj = decode_body(req.body)
+        if not isinstance(obj, dict):
+            raise errors.bad_request("the body of the request is not a JSON object")
+        given = obj.get("apiVersion")
+        if given is not None and given != r.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({given}) does not match the expected API "
+                f"version ({r.api_version})"
+            )
+        return obj
+
+    def _selectors(
+        self, req: Request, r: ResourceType
+    ) -> tuple[LabelSelector | None, FieldSelector | None]:
+        try:
+            text = req.query.get("labelSelector", "")
+            labels = LabelSelector.parse(text) if text else None
+            text = req.query.get("fieldSelector", "")
+            fields = FieldSelector.parse(text, field_selectable(r)) if text else None
+        except SelectorError as exc:
+            raise errors.bad_request(str(exc)) from None
+        return labels, fields
+
+    def _watch(
+        self,
+        req: Request,
+        route: ResourceRoute,
+        labels: LabelSelector | None,
+        fields: FieldSelector | None,
+    ) -> Streamed:
+        r = route.resource
+        as_table = tables.wants_table(req.accept)
+
+        def render(obj: JSON) -> JSON:
+            if not as_table:
+                return obj
+            rv = str(meta(obj).get("resourceVersion", ""))
+            return tables.table(r, [obj], self.sim.clock.now(), rv)
+
+        timeout = _int(req.query, "timeoutSeconds")
+        stream = WatchStream(
+            self.sim,
+            r,
+            route.namespace,
+            labels,
+            fields,
+            req.query.get("resourceVersion", ""),
+            timeout_seconds=None if timeout is None else float(timeout),
+            bookmarks=_bool(req.query.get("allowWatchBookmarks")),
+            send_initial=_bool(req.query.get("sendInitialEvents")),
+            render=render,
+            stopped=self.stopped,
+        )
+        return Streamed(stream, tables.TABLE_CONTENT_TYPE if as_table else JSON_TYPE)
+
+    def _delete_options(self, req: Request) -> dict[str, Any]:
+        body: Any = decode_body(req.body) if req.body.strip() else {}
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request is not a DeleteOptions object")
+        pre = body.get("preconditions") or {}
+        policy = req.query.get("propagationPolicy") or body.get("propagationPolicy")
+        orphan = req.query.get("orphanDependents", body.get("orphanDependents"))
+        if policy is None and orphan is not None:
+            policy = "Orphan" if _bool(str(orphan)) else "Background"
+        if policy is not None and policy not in ("Background", "Foreground", "Orphan"):
+            raise errors.bad_request(
+                f'propagationPolicy: Unsupported value: "{policy}": supported values: '
+                '"Foreground", "Background", "Orphan"'
+            )
+        grace = _int(req.query, "gracePeriodSeconds")
+        if grace is None and body.get("gracePeriodSeconds") is not None:
+            grace = int(body["gracePeriodSeconds"])
+        propagation = cast("Propagation | None", policy)
+        return {
+            "uid": pre.get("uid"),
+            "resource_version": pre.get("resourceVersion"),
+            "propagation": propagation,
+            "grace": grace,
+            "orphan_false": orphan is not None and not _bool(str(orphan)),
+        }
+
+    def _delete(self, req: Request, r: ResourceType, ns: str, name: str) -> Reply:
+        """200 with the object; 202 only for ``orphanDependents=false`` not yet gone.
+
+        As k8s.io/apiserver/pkg/endpoints/handlers/delete.go decides the status code.
+        """
+        options = self._delete_options(req)
+        done = self.sim.store.delete(
+            r,
+            ns,
+            name,
+            uid=options["uid"],
+            resource_version=options["resource_version"],
+            propagation=options["propagation"],
+            grace_seconds=options["grace"],
+        )
+        self.sim.runner.settle()
+        still = self.sim.store.peek(r, ns, name) is not None
+        return Reply(202 if still and options["orphan_false"] else 200, dump(done))
+
+    def _log(self, req: Request, ns: str, name: str) -> Reply:
+        """``pods/log``: the container's log (pkg/registry/core/pod/strategy.go LogLocation)."""
+        pod = self.sim.store.get(PODS, ns, name)
+        spec = pod.get("spec", {})
+        names = [str(c.get("name")) for c in spec.get("containers", []) or []]
+        inits = [str(c.get("name")) for c in spec.get("initContainers", []) or []]
+        container = req.query.get("container", "")
+        if not container:
+            if len(names) == 1:
+                container = names[0]
+            elif not names:
+                raise errors.bad_request(f"a container name must be specified for pod {name}")
+            else:
+                text = (
+                    f"a container name must be specified for pod {name}, "
+                    f"choose one of: [{' '.join(names)}]"
+                )
+                if inits:
+                    text += f" or one of the init containers: [{' '.join(inits)}]"
+                raise errors.bad_request(text)
+        elif container not in names and container not in inits:
+            raise errors.bad_request(f"container {container} is not valid for pod {name}")
+        tail = _int(req.query, "tailLines")
+        text = self.logs(
+            self.sim,
+            ns,
+            name,
+            container,
+            _bool(req.query.get("previous")),
+            tail,
+            _bool(req.query.get("timestamps")),
+        )
+        return Reply(200, text.encode(), TEXT_TYPE)
