@@ -9,14 +9,13 @@ a ``lose_reply`` fault drops the answer after the write landed. Faults are match
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from simulators.kubernetes import errors
+from simulators.kubernetes import errors, patch
+from simulators.kubernetes.controllers import kubelet
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.http import discovery, openapi, tables
 from simulators.kubernetes.http.control import CONTROL
@@ -86,18 +85,11 @@ def kubelet_logs(
     tail_lines: int | None,
     timestamps: bool,
 ) -> str:
-    """The kubelet's ``logs(cluster, namespace, pod, container, ...)``; "" until it exists."""
-    try:
-        module = importlib.import_module("simulators.kubernetes.controllers.kubelet")
-    except ImportError:
-        return ""
-    logs = getattr(module, "logs", None)
-    if logs is None:
-        return ""
-    kwargs: dict[str, Any] = {"previous": previous, "tail_lines": tail_lines}
-    if "timestamps" in inspect.signature(logs).parameters:
-        kwargs["timestamps"] = timestamps
-    return str(logs(sim.cluster, namespace, pod, container, **kwargs))
+    """The kubelet's log of the container (``timestamps`` is accepted; the kubelet keeps none)."""
+    del timestamps
+    return kubelet.logs(
+        sim.cluster, namespace, pod, container, previous=previous, tail_lines=tail_lines
+    )
 
 
 def _bool(value: str | None) -> bool:
@@ -114,48 +106,17 @@ def _int(query: dict[str, str], name: str) -> int | None:
         raise errors.bad_request(f'invalid value "{text}" for {name}: not an integer') from None
 
 
-def _fallback_patch(current: JSON, content_type: str, body: bytes, builtin: bool) -> Any:
-    """JSON patch (RFC 6902) and merge patch (RFC 7386) until simulators.kubernetes.patch lands."""
-    import json_merge_patch
-    import jsonpatch
-
-    if content_type == "application/json-patch+json":
-        try:
-            return jsonpatch.apply_patch(current, json.loads(body))
-        except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
-            raise errors.bad_request(str(exc)) from None
-    if content_type == "application/merge-patch+json" or (
-        builtin and content_type == "application/strategic-merge-patch+json"
-    ):
-        patch = decode_body(body)
-        if not isinstance(patch, dict):
-            raise errors.bad_request("error decoding patch: the patch is not a JSON object")
-        return json_merge_patch.merge(current, patch)
-    raise errors.unsupported_media_type(content_type)
-
-
 def apply_patch(resource: ResourceType, current: JSON, content_type: str, body: bytes) -> JSON:
-    """``simulators.kubernetes.patch.apply_patch`` when present (415 for strategic on a CRD)."""
-    try:
-        module = importlib.import_module("simulators.kubernetes.patch")
-    except ImportError:
-        module = None
-    fn = getattr(module, "apply_patch", None) if module is not None else None
-    if fn is None:
-        result = _fallback_patch(current, content_type, body, resource.builtin)
-    else:
-        result = fn(
-            current,
-            content_type,
-            body,
-            builtin=resource.builtin,
-            kind=resource.kind,
-            group=resource.group,
-            version=resource.version,
-        )
-    if not isinstance(result, dict):
-        raise errors.bad_request("the patch did not produce an object")
-    return result
+    """The patched object (simulators.kubernetes.patch; 415 for strategic merge on a CRD)."""
+    return patch.apply_patch(
+        current,
+        content_type,
+        body,
+        builtin=resource.builtin,
+        kind=resource.kind,
+        group=resource.group,
+        version=resource.version,
+    )
 
 
 class Api:
