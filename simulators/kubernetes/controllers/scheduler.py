@@ -1,0 +1,427 @@
+"""The scheduler: binds pending pods to nodes that fit, or says why none does.
+
+Modelled (kube-scheduler's default profile, pkg/scheduler/framework/plugins):
+
+- filters per node, in the profile's order, the first failing plugin giving the node's reasons:
+  NodeUnschedulable ("node(s) were unschedulable"), TaintToleration ("node(s) had untolerated
+  taint {key: value}", NoSchedule/NoExecute taints; a node whose Ready condition is not True
+  counts as tainted ``node.kubernetes.io/not-ready`` or ``/unreachable``), NodeAffinity for
+  ``nodeSelector`` ("node(s) didn't match Pod's node affinity/selector"), NodeResourcesFit
+  ("Insufficient cpu", "Insufficient memory", "Insufficient <extended>", "Too many pods") over
+  the sum of container ``resources.requests`` of the node's pods that have not ended;
+- the choice among fitting nodes is deterministic: least requested cpu fraction, then name;
+- binding sets ``spec.nodeName`` and ``PodScheduled=True``; when nothing fits,
+  ``PodScheduled=False`` reason ``Unschedulable`` with FitError's message
+  (pkg/scheduler/framework/types.go: "0/%v nodes are available: " + sorted "count reason"
+  joined by ", " + "."), followed by DefaultPreemption's " preemption: 0/N nodes are available:
+  ..." with "No preemption victims found for incoming pod" (every pod has priority 0) or
+  "Preemption is not helpful for scheduling" (unresolvable nodes);
+- pods with ``schedulingGates`` get ``PodScheduled=False`` reason ``SchedulingGated``;
+- pending pods are retried when a pod ends or goes, and when a node is added or changes;
+- ``PodValidation``: an admission plugin for pods (containers required, names, images,
+  quantities; defaults restartPolicy, terminationGracePeriodSeconds and the not-ready/unreachable
+  tolerations of 300 s the DefaultTolerationSeconds plugin adds).
+
+Not modelled: affinity/anti-affinity, topology spread, priorities and real preemption, ports,
+volumes, scheduling cycles and their timing (binding is immediate).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from decimal import Decimal, InvalidOperation
+from typing import Any, ClassVar, Final
+
+from simulators.kubernetes import errors
+from simulators.kubernetes.controllers.base import Controller
+from simulators.kubernetes.errors import ApiError, Cause
+from simulators.kubernetes.objects import JSON, meta, set_condition
+from simulators.kubernetes.resources import NODES, PODS, ResourceType
+from simulators.kubernetes.store import Event, Key, Request
+
+QUANTITY: Final = re.compile(
+    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?"
+)
+_SUFFIX: Final = {
+    "": Decimal(1),
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+    "Ki": Decimal(1024),
+    "Mi": Decimal(1024**2),
+    "Gi": Decimal(1024**3),
+    "Ti": Decimal(1024**4),
+    "Pi": Decimal(1024**5),
+    "Ei": Decimal(1024**6),
+}
+QUANTITY_MESSAGE: Final = (
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+)
+NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
+NO_VICTIMS: Final = "No preemption victims found for incoming pod"
+NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def parse_quantity(value: Any) -> Decimal:
+    """A Kubernetes quantity ("500m", "2", "4Gi", "1G", 3) as a number; ValueError otherwise."""
+    if isinstance(value, bool):
+        raise ValueError(QUANTITY_MESSAGE)
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    if not isinstance(value, str):
+        raise ValueError(QUANTITY_MESSAGE)
+    found = QUANTITY.fullmatch(value)
+    if found is None:
+        raise ValueError(QUANTITY_MESSAGE)
+    number, suffix = found.group(1), found.group(2) or ""
+    try:
+        if suffix[:1] in ("e", "E"):
+            return Decimal(number) * (Decimal(10) ** int(suffix[1:]))
+        return Decimal(number) * _SUFFIX[suffix]
+    except (InvalidOperation, KeyError):
+        raise ValueError(QUANTITY_MESSAGE) from None
+
+
+def pod_requests(pod: JSON) -> dict[str, Decimal]:
+    """The sum of the containers' ``resources.requests`` (bad quantities count as 0)."""
+    total: dict[str, Decimal] = {}
+    for container in pod.get("spec", {}).get("containers") or []:
+        requests = (container.get("resources") or {}).get("requests") or {}
+        for name, value in requests.items():
+            try:
+                total[name] = total.get(name, Decimal(0)) + parse_quantity(value)
+            except ValueError:
+                continue
+    return total
+
+
+def node_ready(node: JSON) -> str:
+    """The node's Ready condition status ("True", "False", "Unknown")."""
+    for c in node.get("status", {}).get("conditions") or []:
+        if isinstance(c, dict) and c.get("type") == "Ready":
+            return str(c.get("status", "Unknown"))
+    return "Unknown"
+
+
+def node_taints(node: JSON) -> list[JSON]:
+    """The node's taints, with the node lifecycle controller's for a node not Ready."""
+    taints = [t for t in node.get("spec", {}).get("taints") or [] if isinstance(t, dict)]
+    ready = node_ready(node)
+    if ready != "True":
+        key = UNREACHABLE_TAINT if ready == "Unknown" else NOT_READY_TAINT
+        if not any(t.get("key") == key for t in taints):
+            taints.append({"key": key, "effect": "NoSchedule"})
+    return taints
+
+
+def tolerates(pod: JSON, taint: JSON) -> bool:
+    """Whether one of the pod's tolerations tolerates ``taint`` (core/v1 Toleration rules)."""
+    for t in pod.get("spec", {}).get("tolerations") or []:
+        if not isinstance(t, dict):
+            continue
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        operator = t.get("operator", "Equal")
+        if not t.get("key") and operator == "Exists":
+            return True
+        if t.get("key") != taint.get("key"):
+            continue
+        if operator == "Exists" or str(t.get("value", "")) == str(taint.get("value", "")):
+            return True
+    return False
+
+
+def _active_on_node(pod: JSON) -> bool:
+    return bool(pod.get("spec", {}).get("nodeName")) and pod.get("status", {}).get("phase") not in (
+        "Succeeded",
+        "Failed",
+    )
+
+
+class Scheduler(Controller):
+    """Binds pods without ``spec.nodeName`` to a node that fits; retries when capacity frees."""
+
+    name: ClassVar[str] = "scheduler"
+    primary: ClassVar[ResourceType] = PODS
+    watches: ClassVar[tuple[ResourceType, ...]] = (NODES,)
+
+    def __init__(self, cluster: Any) -> None:
+        super().__init__(cluster)
+        self._pending: set[Key] = set()
+        """Pods seen without a node (keys), to retry when capacity frees."""
+
+    def keys_for(self, event: Event) -> Iterable[Key]:
+        if event.resource is NODES:
+            return sorted(self._pending)
+        m = meta(event.object)
+        key = (str(m.get("namespace", "")), str(m.get("name", "")))
+        if event.type == "DELETED":
+            self._pending.discard(key)
+            return sorted(self._pending) if event.object.get("spec", {}).get("nodeName") else []
+        if not event.object.get("spec", {}).get("nodeName"):
+            self._pending.add(key)
+            return [key]
+        self._pending.discard(key)
+        old = event.old
+        if old is not None and _active_on_node(old) and not _active_on_node(event.object):
+            return sorted(self._pending)
+        return []
+
+    def all_keys(self) -> list[Key]:
+        return [
+            (str(meta(p).get("namespace", "")), str(meta(p).get("name", "")))
+            for p in self.store.select(PODS)
+            if not p.get("spec", {}).get("nodeName")
+        ]
+
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        pod = self.store.peek(PODS, namespace, name)
+        if pod is None or pod.get("spec", {}).get("nodeName"):
+            self._pending.discard((namespace, name))
+            return None
+        if meta(pod).get("deletionTimestamp"):
+            return None
+        self._pending.add((namespace, name))
+        if pod.get("spec", {}).get("schedulingGates"):
+            self._set_scheduled(pod, False, "SchedulingGated", GATED_MESSAGE)
+            return None
+        node, message = self.choose(pod)
+        if node is None:
+            self._set_scheduled(pod, False, "Unschedulable", message)
+            return None
+        self._bind(pod, node)
+        return None
+
+    # -- fitting -------------------------------------------------------------------------------
+
+    def _usage(self) -> dict[str, dict[str, Decimal]]:
+        used: dict[str, dict[str, Decimal]] = {}
+        for pod in self.store.select(PODS):
+            if not _active_on_node(pod):
+                continue
+            node = str(pod["spec"]["nodeName"])
+            slot = used.setdefault(node, {"pods": Decimal(0)})
+            slot["pods"] += 1
+            for resource, amount in pod_requests(pod).items():
+                slot[resource] = slot.get(resource, Decimal(0)) + amount
+        return used
+
+    def node_reasons(
+        self, pod: JSON, node: JSON, used: dict[str, Decimal]
+    ) -> tuple[list[str], bool]:
+        """Why ``pod`` does not fit ``node`` (empty: it fits), and whether preemption could help."""
+        if node.get("spec", {}).get("unschedulable"):
+            return ["node(s) were unschedulable"], False
+        for taint in node_taints(node):
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(pod, taint):
+                return [
+                    f"node(s) had untolerated taint {{{taint.get('key', '')}: "
+                    f"{taint.get('value', '')}}}"
+                ], False
+        selector = pod.get("spec", {}).get("nodeSelector") or {}
+        labels = meta(node).get("labels") or {}
+        if any(labels.get(k) != v for k, v in selector.items()):
+            return ["node(s) didn't match Pod's node affinity/selector"], False
+        allocatable = node.get("status", {}).get("allocatable") or {}
+        reasons: list[str] = []
+        resolvable = True
+        pods_allowed = _quantity_or_zero(allocatable.get("pods", "0"))
+        if used.get("pods", Decimal(0)) + 1 > pods_allowed:
+            reasons.append("Too many pods")
+        for resource, amount in sorted(pod_requests(pod).items()):
+            if amount <= 0:
+                continue
+            capacity = _quantity_or_zero(allocatable.get(resource, "0"))
+            if used.get(resource, Decimal(0)) + amount > capacity:
+                reasons.append(f"Insufficient {resource}")
+                if amount > capacity:
+                    resolvable = False
+        return reasons, resolvable
+
+    def choose(self, pod: JSON) -> tuple[JSON | None, str]:
+        """The node to bind to, or None and the Unschedulable message."""
+        nodes = self.store.select(NODES)
+        if not nodes:
+            return None, "no nodes available to schedule pods"
+        usage = self._usage()
+        fitting: list[tuple[Decimal, str, JSON]] = []
+        histogram: dict[str, int] = {}
+        verdicts: dict[str, int] = {}
+        for node in nodes:
+            used = usage.get(str(meta(node)["name"]), {})
+            reasons, resolvable = self.node_reasons(pod, node, used)
+            if not reasons:
+                cpu = _quantity_or_zero(
+                    (node.get("status", {}).get("allocatable") or {}).get("cpu", "0")
+                )
+                load = used.get("cpu", Decimal(0)) / cpu if cpu > 0 else Decimal(0)
+                fitting.append((load, str(meta(node)["name"]), node))
+                continue
+            for reason in reasons:
+                histogram[reason] = histogram.get(reason, 0) + 1
+            verdict = NO_VICTIMS if resolvable else NOT_HELPFUL
+            verdicts[verdict] = verdicts.get(verdict, 0) + 1
+        if fitting:
+            fitting.sort(key=lambda entry: (entry[0], entry[1]))
+            return fitting[0][2], ""
+        return None, fit_error(len(nodes), histogram, verdicts)
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def _set_scheduled(self, pod: JSON, status: bool, reason: str, message: str) -> None:
+        m = meta(pod)
+        now = self.cluster.now()
+
+        def change(current: JSON) -> None:
+            current.setdefault("status", {}).setdefault("phase", "Pending")
+            set_condition(current, "PodScheduled", status, reason, message, now)
+            for c in current["status"]["conditions"]:
+                if c.get("type") == "PodScheduled":
+                    c.setdefault("lastProbeTime", None)
+                    if status:
+                        c.pop("reason", None)
+                        c.pop("message", None)
+
+        try:
+            self.store.mutate(
+                PODS, str(m["namespace"]), str(m["name"]), change, subresource="status"
+            )
+        except ApiError:
+            pass
+
+    def _bind(self, pod: JSON, node: JSON) -> None:
+        m = meta(pod)
+        node_name = str(meta(node)["name"])
+
+        def bind(current: JSON) -> None:
+            current.setdefault("spec", {})["nodeName"] = node_name
+
+        try:
+            self.store.mutate(PODS, str(m["namespace"]), str(m["name"]), bind)
+        except ApiError:
+            return
+        self._pending.discard((str(m["namespace"]), str(m["name"])))
+        self._set_scheduled(pod, True, "", "")
+
+
+def _quantity_or_zero(value: Any) -> Decimal:
+    try:
+        return parse_quantity(value)
+    except ValueError:
+        return Decimal(0)
+
+
+def fit_error(total: int, histogram: dict[str, int], verdicts: dict[str, int]) -> str:
+    """FitError.Error() plus DefaultPreemption's PostFilter message (framework/types.go)."""
+    reasons = ", ".join(sorted(f"{count} {reason}" for reason, count in histogram.items()))
+    preemption = ", ".join(sorted(f"{count} {reason}" for reason, count in verdicts.items()))
+    return (
+        f"0/{total} nodes are available: {reasons}. "
+        f"preemption: 0/{total} nodes are available: {preemption}."
+    )
+
+
+_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DEFAULT_TOLERATIONS: Final = (
+    {
+        "key": NOT_READY_TAINT,
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": UNREACHABLE_TAINT,
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+)
+"""plugin/pkg/admission/defaulttolerationseconds: both default to 300 s."""
+
+
+class PodValidation:
+    """Admission for pods: what the API server's validation and defaulting refuse or fill in."""
+
+    def admit(self, request: Request) -> None:
+        if request.resource is not PODS or request.operation != "CREATE":
+            return
+        pod = request.object
+        spec = pod.setdefault("spec", {})
+        name = str(meta(pod).get("name", ""))
+        causes: list[Cause] = []
+        containers = spec.get("containers")
+        if not isinstance(containers, list) or not containers:
+            causes.append(Cause("spec.containers", "Required value", "FieldValueRequired"))
+            containers = []
+        seen: set[str] = set()
+        for i, container in enumerate(containers):
+            path = f"spec.containers[{i}]"
+            if not isinstance(container, dict):
+                causes.append(Cause(path, "Invalid value: must be an object"))
+                continue
+            cname = container.get("name")
+            if not cname:
+                causes.append(Cause(f"{path}.name", "Required value", "FieldValueRequired"))
+            elif not isinstance(cname, str) or len(cname) > 63 or not _DNS_LABEL.fullmatch(cname):
+                causes.append(
+                    Cause(
+                        f"{path}.name",
+                        f'Invalid value: "{cname}": a lowercase RFC 1123 label must consist of '
+                        "lower case alphanumeric characters or '-', and must start and end with "
+                        "an alphanumeric character",
+                    )
+                )
+            elif cname in seen:
+                causes.append(
+                    Cause(f"{path}.name", f'Duplicate value: "{cname}"', "FieldValueDuplicate")
+                )
+            else:
+                seen.add(cname)
+            if not container.get("image"):
+                causes.append(Cause(f"{path}.image", "Required value", "FieldValueRequired"))
+            resources = container.get("resources") or {}
+            for section in ("requests", "limits"):
+                for resource, value in sorted((resources.get(section) or {}).items()):
+                    try:
+                        parse_quantity(value)
+                    except ValueError:
+                        causes.append(
+                            Cause(
+                                f"{path}.resources.{section}[{resource}]",
+                                f'Invalid value: "{value}": {QUANTITY_MESSAGE}',
+                            )
+                        )
+        policy = spec.setdefault("restartPolicy", "Always")
+        if policy not in ("Always", "OnFailure", "Never"):
+            causes.append(
+                Cause(
+                    "spec.restartPolicy",
+                    f'Unsupported value: "{policy}": supported values: "Always", "OnFailure", "Never"',
+                    "FieldValueNotSupported",
+                )
+            )
+        if causes:
+            raise errors.invalid("Pod", "", name, causes)
+        spec.setdefault("terminationGracePeriodSeconds", 30)
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        tolerations = spec.setdefault("tolerations", [])
+        for default in DEFAULT_TOLERATIONS:
+            if not any(
+                isinstance(t, dict)
+                and t.get("key") == default["key"]
+                and t.get("effect") in (None, "", "NoExecute")
+                for t in tolerations
+            ):
+                tolerations.append(dict(default))
+        pod.setdefault("status", {})
+        request.object["status"] = {"phase": "Pending"}

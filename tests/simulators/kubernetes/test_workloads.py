@@ -1,0 +1,406 @@
+"""Golden tests of the pod/Job half: the Job controller, scheduler and kubelet on a virtual clock."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from dispatch_core import VirtualClock
+from simulators.kubernetes.behaviour import Behaviour, Behaviours
+from simulators.kubernetes.config import KubeConfig, NodeConfig
+from simulators.kubernetes.controllers.base import Cluster, Runner
+from simulators.kubernetes.controllers.gc import GarbageCollector
+from simulators.kubernetes.controllers.job import JobController, JobDefaults
+from simulators.kubernetes.controllers.kubelet import Kubelet, TaintEviction, logs, oom_kill
+from simulators.kubernetes.controllers.scheduler import PodValidation, Scheduler
+from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.objects import JSON, condition, meta
+from simulators.kubernetes.resources import JOBS, NAMESPACES, NODES, PODS
+from simulators.kubernetes.sim import _namespace, _node
+from simulators.kubernetes.store import Store
+
+
+class World:
+    def __init__(self, *, seed: int = 0, nodes: tuple[NodeConfig, ...] | None = None) -> None:
+        self.config = KubeConfig(nodes=nodes) if nodes is not None else KubeConfig()
+        self.clock = VirtualClock()
+        rng = random.Random(seed)
+        self.store = Store(rng=rng, now=self.clock.now)
+        self.store.admission.extend([PodValidation(), JobDefaults()])
+        self.behaviours = Behaviours.from_config(self.config)
+        self.cluster = Cluster(self.store, self.clock, rng, self.config, self.behaviours)
+        self.runner = Runner(
+            self.cluster,
+            [
+                JobController(self.cluster),
+                Scheduler(self.cluster),
+                Kubelet(self.cluster),
+                TaintEviction(self.cluster),
+                GarbageCollector(self.cluster),
+            ],
+        )
+        self.store.create(NAMESPACES, "", _namespace("default"), internal=True)
+        for node in self.config.nodes:
+            self.add_node(node)
+        self.runner.settle()
+
+    def add_node(self, node: NodeConfig) -> None:
+        obj = _node(node)
+        status = obj["status"]
+        made = self.store.create(NODES, "", obj, internal=True)
+        made["status"] = status
+        self.store.update(NODES, "", node.name, made, subresource="status", internal=True)
+
+    def job(self, name: str, **spec: Any) -> JSON:
+        container: JSON = {"name": "main", "image": "busybox"}
+        container.update(spec.pop("container", {}))
+        body: JSON = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {
+                        "restartPolicy": spec.pop("restartPolicy", "Never"),
+                        "containers": [container],
+                    },
+                },
+                **spec,
+            },
+        }
+        made = self.store.create(JOBS, "default", body)
+        self.runner.settle()
+        return made
+
+    def pods(self, job: str | None = None) -> list[JSON]:
+        pods = self.store.select(PODS, "default")
+        if job is not None:
+            pods = [p for p in pods if p["metadata"].get("labels", {}).get("job-name") == job]
+        return pods
+
+    def get_job(self, name: str) -> JSON:
+        return self.store.get(JOBS, "default", name)
+
+    def advance(self, seconds: float) -> None:
+        self.runner.advance(seconds)
+
+
+def _cond(obj: JSON, kind: str) -> tuple[str, str, str] | None:
+    c = condition(obj, kind)
+    return None if c is None else (str(c["status"]), str(c.get("reason")), str(c.get("message")))
+
+
+def test_indexed_pod_names_labels_and_annotation() -> None:
+    # pkg/controller/job/indexed_job_utils.go podGenerateNameWithIndex, addCompletionIndexLabel,
+    # addCompletionIndexAnnotation; pkg/registry/batch/job/strategy.go generateSelector.
+    w = World()
+    job = w.job("train", completionMode="Indexed", completions=2, parallelism=2)
+    uid = job["metadata"]["uid"]
+    pods = w.pods("train")
+    assert len(pods) == 2
+    by_index = {p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]: p for p in pods}
+    assert set(by_index) == {"0", "1"}
+    for index, pod in by_index.items():
+        name = pod["metadata"]["name"]
+        assert name.startswith(f"train-{index}-") and len(name) == len(f"train-{index}-") + 5
+        assert pod["spec"]["hostname"] == f"train-{index}"
+        assert pod["metadata"]["labels"] == {
+            "app": "train",
+            "batch.kubernetes.io/controller-uid": uid,
+            "batch.kubernetes.io/job-name": "train",
+            "controller-uid": uid,
+            "job-name": "train",
+            "batch.kubernetes.io/job-completion-index": index,
+        }
+        ref = pod["metadata"]["ownerReferences"][0]
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("Job", "train", uid, True)
+    stored = w.get_job("train")
+    assert stored["spec"]["selector"]["matchLabels"] == {"batch.kubernetes.io/controller-uid": uid}
+    assert stored["spec"]["backoffLimit"] == 6  # pkg/apis/batch/v1/defaults.go
+
+
+def test_job_runs_to_complete_with_success_criteria_first() -> None:
+    # job_controller.go newSuccessCondition (1.33+): SuccessCriteriaMet then Complete,
+    # reason CompletionsReached, "Reached expected number of succeeded pods".
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=30))
+    w.job("ok", completionMode="Indexed", completions=2, parallelism=2)
+    w.advance(1)
+    assert {p["status"]["phase"] for p in w.pods("ok")} == {"Pending"}
+    waiting = w.pods("ok")[0]["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["reason"] == "ContainerCreating"
+    w.advance(2)
+    assert {p["status"]["phase"] for p in w.pods("ok")} == {"Running"}
+    job = w.get_job("ok")
+    assert job["status"]["active"] == 2 and job["status"]["ready"] == 2
+    w.advance(40)
+    job = w.get_job("ok")
+    expected = ("True", "CompletionsReached", "Reached expected number of succeeded pods")
+    assert _cond(job, "SuccessCriteriaMet") == expected
+    assert _cond(job, "Complete") == expected
+    types = [c["type"] for c in job["status"]["conditions"]]
+    assert types.index("SuccessCriteriaMet") < types.index("Complete")
+    assert job["status"]["succeeded"] == 2 and job["status"]["completedIndexes"] == "0,1"
+    assert "completionTime" in job["status"]
+    # Counted pods lose the tracking finalizer.
+    assert all(not p["metadata"].get("finalizers") for p in w.pods("ok"))
+
+
+def test_restart_count_under_on_failure_then_backoff_limit() -> None:
+    # pastBackoffLimitOnFailure: restartCounts of running pods reach backoffLimit;
+    # reason BackoffLimitExceeded, "Job has reached the specified backoff limit".
+    w = World()
+    w.behaviours.add(Behaviour(exit_codes=(1,), run_seconds=5))
+    w.job("crash", restartPolicy="OnFailure", backoffLimit=2)
+    w.advance(3 + 5 + 1)
+    pod = w.pods("crash")[0]
+    status = pod["status"]["containerStatuses"][0]
+    assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    assert status["lastState"]["terminated"]["exitCode"] == 1
+    assert status["lastState"]["terminated"]["reason"] == "Error"
+    assert status["restartCount"] == 0
+    w.advance(10)  # back-off 10 s, then running again
+    assert w.pods("crash")[0]["status"]["containerStatuses"][0]["restartCount"] == 1
+    w.advance(200)
+    job = w.get_job("crash")
+    assert _cond(job, "FailureTarget") == ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert _cond(job, "Failed") == ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert [p for p in w.pods("crash") if not p["metadata"].get("deletionTimestamp")] == [] or all(
+        p["status"]["phase"] in ("Failed", "Succeeded") for p in w.pods("crash")
+    )
+
+
+def test_never_replaces_failed_pods_after_backoff_then_fails() -> None:
+    # Never: a replacement pod per failure after 10 s, 20 s, ... (DefaultJobPodFailureBackOff);
+    # failed > backoffLimit → Failed BackoffLimitExceeded.
+    w = World()
+    w.behaviours.add(Behaviour(exit_codes=(1,), run_seconds=5))
+    w.job("fail", backoffLimit=1)
+    w.advance(8)
+    assert len(w.pods("fail")) == 1 and w.pods("fail")[0]["status"]["phase"] == "Failed"
+    assert w.get_job("fail")["status"]["failed"] == 1
+    w.advance(8)  # failed at t=7; the replacement waits until t=17
+    assert len(w.pods("fail")) == 1
+    w.advance(2)
+    assert len(w.pods("fail")) == 2
+    w.advance(30)
+    job = w.get_job("fail")
+    assert job["status"]["failed"] == 2
+    assert _cond(job, "Failed") == ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+
+
+def test_pod_failure_policy_fail_job_on_exit_code() -> None:
+    # pod_failure_policy.go: "Container %s for pod %s/%s failed with exit code %v matching %v
+    # rule at index %d"; reason PodFailurePolicy.
+    w = World()
+    w.behaviours.add(Behaviour(exit_codes=(42,), run_seconds=5))
+    policy = {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]}
+    w.job("pfp", podFailurePolicy=policy)
+    w.advance(10)
+    job = w.get_job("pfp")
+    pod = w.pods("pfp")[0]["metadata"]["name"]
+    message = f"Container main for pod default/{pod} failed with exit code 42 matching FailJob rule at index 0"
+    assert _cond(job, "Failed") == ("True", "PodFailurePolicy", message)
+    assert len(w.pods("pfp")) == 1  # no replacement
+
+
+def test_backoff_limit_per_index() -> None:
+    # backoffLimitPerIndex: index failed when job-index-failure-count >= limit; "Job has failed
+    # indexes" (kubernetes.io/docs/tasks/job/backoff-limit-per-index).
+    w = World()
+    w.behaviours.add(Behaviour(exit_codes=(1,), run_seconds=5), pod_name_prefix="per-1-")
+    w.behaviours.add(Behaviour(exit_codes=(0,), run_seconds=5), pod_name_prefix="per-0-")
+    w.job("per", completionMode="Indexed", completions=2, parallelism=2, backoffLimitPerIndex=1)
+    w.advance(100)
+    job = w.get_job("per")
+    assert job["status"]["failedIndexes"] == "1"
+    assert job["status"]["completedIndexes"] == "0"
+    assert job["status"]["failed"] == 2
+    counts = sorted(
+        p["metadata"]["annotations"]["batch.kubernetes.io/job-index-failure-count"]
+        for p in w.pods("per")
+        if p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] == "1"
+    )
+    assert counts == ["0", "1"]
+    assert _cond(job, "Failed") == ("True", "FailedIndexes", "Job has failed indexes")
+
+
+def test_suspend_deletes_pods_and_resume_recreates_them() -> None:
+    # job_controller.go: suspended → active pods deleted, Suspended JobSuspended "Job suspended",
+    # startTime cleared; resume → JobResumed "Job resumed", startTime now, new pods.
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None))
+    w.job("sus", completionMode="Indexed", completions=2, parallelism=2)
+    w.advance(5)
+    before = {p["metadata"]["name"] for p in w.pods("sus")}
+    w.store.mutate(JOBS, "default", "sus", lambda j: j["spec"].update(suspend=True), internal=False)
+    w.advance(31)
+    job = w.get_job("sus")
+    assert _cond(job, "Suspended") == ("True", "JobSuspended", "Job suspended")
+    assert "startTime" not in job["status"] and "active" not in job["status"]
+    assert w.pods("sus") == []
+    w.store.mutate(JOBS, "default", "sus", lambda j: j["spec"].update(suspend=False), internal=False)
+    w.advance(1)
+    job = w.get_job("sus")
+    assert _cond(job, "Suspended") == ("False", "JobResumed", "Job resumed")
+    after = {p["metadata"]["name"] for p in w.pods("sus")}
+    assert len(after) == 2 and not after & before
+    assert "failed" not in job["status"]
+
+
+def test_unschedulable_message_then_scheduled_when_node_added() -> None:
+    # framework/types.go FitError + DefaultPreemption's "preemption: " message; fit.go
+    # "Insufficient cpu".
+    w = World(nodes=(NodeConfig("node-0", cpu=1), NodeConfig("node-1", cpu=1)))
+    w.job("big", container={"resources": {"requests": {"cpu": "2"}}})
+    pod = w.pods("big")[0]
+    assert _cond(pod, "PodScheduled") == (
+        "False",
+        "Unschedulable",
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling.",
+    )
+    assert pod["status"]["phase"] == "Pending"
+    w.add_node(NodeConfig("node-2", cpu=4))
+    w.runner.settle()
+    pod = w.pods("big")[0]
+    assert pod["spec"]["nodeName"] == "node-2"
+    assert _cond(pod, "PodScheduled") is not None and condition(pod, "PodScheduled")["status"] == "True"  # type: ignore[index]
+
+
+def test_insufficient_when_used_then_retried_when_freed() -> None:
+    w = World(nodes=(NodeConfig("node-0", cpu=1),))
+    w.behaviours.add(Behaviour(run_seconds=20))
+    w.job("a", container={"resources": {"requests": {"cpu": "1"}}})
+    w.job("b", container={"resources": {"requests": {"cpu": "500m"}}})
+    pod = w.pods("b")[0]
+    assert condition(pod, "PodScheduled")["message"] == (  # type: ignore[index]
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
+        "1 No preemption victims found for incoming pod."
+    )
+    w.advance(25)
+    assert w.pods("b")[0]["spec"].get("nodeName") == "node-0"
+
+
+def test_bad_quantity_is_refused_at_create() -> None:
+    w = World()
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "two"}}}]}}
+    with pytest.raises(ApiError) as refused:
+        w.store.create(PODS, "default", pod)
+    assert refused.value.code == 422
+    assert "spec.containers[0].resources.requests[cpu]" in refused.value.message
+
+
+def test_image_pull_backoff_stays_pending() -> None:
+    # [A5]: ErrImagePull then ImagePullBackOff, Pending for ever, never fails the Job.
+    w = World()
+    w.behaviours.add(Behaviour(image_pull="ErrImagePull"))
+    w.job("img")
+    w.advance(2)
+    state = w.pods("img")[0]["status"]["containerStatuses"][0]["state"]
+    assert state["waiting"]["reason"] == "ErrImagePull"
+    w.advance(5)
+    state = w.pods("img")[0]["status"]["containerStatuses"][0]["state"]
+    assert state["waiting"]["reason"] == "ImagePullBackOff"
+    w.advance(3600)
+    pod = w.pods("img")[0]
+    assert pod["status"]["phase"] == "Pending"
+    assert _cond(w.get_job("img"), "Failed") is None
+
+
+def test_env_behaviour_and_bad_env_is_config_error() -> None:
+    w = World()
+    env = [{"name": "KUBE_SIM_EXIT_CODES", "value": "3"}, {"name": "KUBE_SIM_RUN_SECONDS", "value": "4"}]
+    w.job("envjob", container={"env": env}, backoffLimit=0)
+    w.advance(10)
+    pod = w.pods("envjob")[0]
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+    w.job("badenv", container={"env": [{"name": "KUBE_SIM_RUN_SECONDS", "value": "soon"}]})
+    w.advance(5)
+    waiting = w.pods("badenv")[0]["status"]["containerStatuses"][0]["state"]["waiting"]
+    assert waiting["reason"] == "CreateContainerConfigError"
+    assert "KUBE_SIM_RUN_SECONDS" in waiting["message"]
+
+
+def test_oom_killed() -> None:
+    # [verify] terminated.reason OOMKilled, exit code 137.
+    w = World()
+    w.behaviours.add(Behaviour(oom_after=4, run_seconds=100))
+    w.job("oom", backoffLimit=0)
+    w.advance(10)
+    terminated = w.pods("oom")[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["reason"], terminated["exitCode"]) == ("OOMKilled", 137)
+    w2 = World()
+    w2.behaviours.add(Behaviour(run_seconds=None))
+    w2.job("oom2", backoffLimit=0)
+    w2.advance(5)
+    name = w2.pods("oom2")[0]["metadata"]["name"]
+    oom_kill(w2.cluster, "default", name)
+    w2.runner.settle()
+    terminated = w2.pods("oom2")[0]["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert terminated["reason"] == "OOMKilled"
+
+
+def test_sigterm_then_kill_after_grace() -> None:
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None, ignores_sigterm=True), container="stubborn")
+    w.behaviours.add(Behaviour(run_seconds=None), container="polite")
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "terminationGracePeriodSeconds": 20,
+            "containers": [{"name": "polite", "image": "i"}, {"name": "stubborn", "image": "i"}],
+        },
+    }
+    w.store.create(PODS, "default", pod)
+    w.advance(5)
+    w.store.delete(PODS, "default", "p")
+    w.runner.settle()
+    statuses = {s["name"]: s["state"] for s in w.store.get(PODS, "default", "p")["status"]["containerStatuses"]}
+    assert statuses["polite"]["terminated"]["exitCode"] == 143
+    assert "running" in statuses["stubborn"]
+    w.advance(19)
+    assert w.store.peek(PODS, "default", "p") is not None
+    w.advance(2)
+    assert w.store.peek(PODS, "default", "p") is None
+
+
+def test_logs_over_time() -> None:
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None, logs=((0, "start"), (10, "step 1"), (20, "step 2"))))
+    w.store.create(PODS, "default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    w.advance(1)
+    with pytest.raises(ApiError) as waiting:
+        logs(w.cluster, "default", "p", "c")
+    assert "is waiting to start: ContainerCreating" in waiting.value.message
+    w.advance(12)
+    assert logs(w.cluster, "default", "p", "c") == "start\nstep 1\n"
+    w.advance(10)
+    assert logs(w.cluster, "default", "p") == "start\nstep 1\nstep 2\n"
+    assert logs(w.cluster, "default", "p", "c", tail_lines=1) == "step 2\n"
+
+
+def test_deleting_job_background_removes_pods() -> None:
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None))
+    w.job("gone", completionMode="Indexed", completions=2, parallelism=2)
+    w.advance(5)
+    w.store.delete(JOBS, "default", "gone", propagation="Background")
+    w.advance(40)
+    assert w.pods() == []
+
+
+def test_determinism() -> None:
+    def run() -> str:
+        w = World(seed=7)
+        w.behaviours.add(Behaviour(exit_codes=(1, 0), run_seconds=5))
+        w.job("d", completionMode="Indexed", completions=3, parallelism=3, backoffLimit=5)
+        w.advance(120)
+        return json.dumps([w.get_job("d"), *w.pods()], sort_keys=True)
+
+    assert run() == run()
+    assert meta(json.loads(run())[0])["name"] == "d"
