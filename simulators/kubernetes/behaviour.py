@@ -45,7 +45,7 @@ class Behaviour:
     """What one container does each time it runs."""
 
     exit_codes: tuple[int, ...] = (0,)
-    run_seconds: float | None | Literal["default"] = "default"
+    run_seconds: float | Literal["default"] | None = "default"
     """Seconds a run lasts; None: until stopped; "default": KubeConfig.default_run_seconds."""
     logs: tuple[tuple[float, str], ...] = ()
     ignores_sigterm: bool = False
@@ -122,7 +122,7 @@ class Behaviours:
         self._rules.append(_Rule(behaviour, namespace, labels, container, image, pod_name_prefix))
 
     def for_container(self, pod: JSON, container: JSON) -> Behaviour:
-        """The behaviour of ``container`` in ``pod``: env, then the last matching rule, then default."""
+        """The behaviour of ``container``: its env, then the last matching rule, then default."""
         chosen = self.default
         for rule in reversed(self._rules):
             if rule.matches(pod, container):

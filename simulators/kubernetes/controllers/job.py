@@ -42,6 +42,7 @@ replaced at once unless a podFailurePolicy is set), pod adoption/orphan matching
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
@@ -159,7 +160,8 @@ class JobDefaults:
         spec.setdefault("backoffLimit", MAX_INT32 if per_index else 6)
         spec.setdefault("suspend", False)
         spec.setdefault(
-            "podReplacementPolicy", "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed"
+            "podReplacementPolicy",
+            "Failed" if spec.get("podFailurePolicy") else "TerminatingOrFailed",
         )
         template = spec.get("template") or {}
         policy = (template.get("spec") or {}).get("restartPolicy")
@@ -168,7 +170,8 @@ class JobDefaults:
             causes.append(
                 Cause(
                     "spec.template.spec.restartPolicy",
-                    f'Unsupported value: "{policy or "Always"}": supported values: "OnFailure", "Never"',
+                    f'Unsupported value: "{policy or "Always"}": supported values: '
+                    '"OnFailure", "Never"',
                     "FieldValueNotSupported",
                 )
             )
@@ -228,7 +231,9 @@ class JobController(Controller):
                 uid = str(m.get("uid", ""))
                 self._state().pop(uid, None)
                 for resource, dep in self.store.dependents(uid):
-                    if resource is PODS and TRACKING_FINALIZER in (meta(dep).get("finalizers") or []):
+                    if resource is PODS and TRACKING_FINALIZER in (
+                        meta(dep).get("finalizers") or []
+                    ):
                         keys.append((namespace, "pod/" + str(meta(dep).get("name"))))
             return keys
         owner = controller_of(event.object)
@@ -367,7 +372,9 @@ class JobController(Controller):
 
         wake: float | None = None
         if finish is not None:
-            set_condition(status_holder := {"status": status}, finish[0], True, finish[1], finish[2], now)
+            set_condition(
+                status_holder := {"status": status}, finish[0], True, finish[1], finish[2], now
+            )
             for pod in active:
                 self._delete_pod(pod)
             active = []
@@ -377,7 +384,14 @@ class JobController(Controller):
                 self._delete_pod(pod)
             active = []
             status.pop("startTime", None)
-            set_condition(status_holder := {"status": status}, "Suspended", True, "JobSuspended", "Job suspended", now)
+            set_condition(
+                status_holder := {"status": status},
+                "Suspended",
+                True,
+                "JobSuspended",
+                "Job suspended",
+                now,
+            )
         else:
             status_holder = {"status": status}
             if condition(job, "Suspended") is not None and is_true(job, "Suspended"):
@@ -385,17 +399,15 @@ class JobController(Controller):
                 status["startTime"] = timestamp(now)
             status.setdefault("startTime", timestamp(now))
             if meta(job).get("deletionTimestamp") is None:
-                active, wake = self._manage(job, state, active, pods, completed, failed_indexes, now)
+                active, wake = self._manage(
+                    job, state, active, pods, completed, failed_indexes, now
+                )
             deadline = spec.get("activeDeadlineSeconds")
             if deadline is not None and status.get("startTime"):
                 due = parse_timestamp(str(status["startTime"])) + float(deadline)
                 wake = due if wake is None else min(wake, due)
-        terminating = sum(
-            1
-            for p in self._current_pods(uid)
-            if meta(p).get("deletionTimestamp")
-        )
-        if finish is not None and terminating == 0:
+        leaving = sum(1 for p in self._current_pods(uid) if meta(p).get("deletionTimestamp"))
+        if finish is not None and leaving == 0:
             final = "Complete" if finish[0] == "SuccessCriteriaMet" else "Failed"
             set_condition(status_holder, final, True, finish[1], finish[2], now)
             if final == "Complete":
@@ -405,7 +417,7 @@ class JobController(Controller):
         live = [p for p in self._current_pods(uid) if _is_active(p)]
         _set_count(status, "active", len(live))
         status["ready"] = sum(1 for p in live if is_true(p, "Ready"))
-        status["terminating"] = terminating
+        status["terminating"] = leaving
         _set_count(status, "succeeded", succeeded)
         _set_count(status, "failed", failed)
         if indexed:
@@ -419,9 +431,11 @@ class JobController(Controller):
         status["uncountedTerminatedPods"] = {}
         self._write_status(job, status)
         self._release(to_release)
-        if finish is not None and terminating:
+        if finish is not None and leaving:
             return None
-        if finish is not None and not (is_true({"status": status}, "Complete") or is_true({"status": status}, "Failed")):
+        if finish is not None and not (
+            is_true({"status": status}, "Complete") or is_true({"status": status}, "Failed")
+        ):
             return now
         return wake
 
@@ -469,7 +483,10 @@ class JobController(Controller):
             wanted = [
                 i
                 for i in range(int(completions))
-                if i not in completed and i not in busy and i not in failed_indexes and i not in waiting
+                if i not in completed
+                and i not in busy
+                and i not in failed_indexes
+                and i not in waiting
             ]
             room = max(0, parallelism - len(active))
             for i in wanted[:room]:
@@ -495,14 +512,14 @@ class JobController(Controller):
         return active, (min(wake) if wake else None)
 
     def _delay(self, state: _Backoff, index: int | None) -> float | None:
-        """When a replacement may be created: last failure + 10 s · 2^(n−1), at most 10 min."""
+        """When a replacement may be created: last failure + 10 s * 2^(n-1), at most 10 min."""
         if index is not None:
             failures, last = state.per_index.get(index, (0, 0.0))
         else:
             failures, last = state.failures, state.last_failure
         if failures <= 0:
             return None
-        return last + min(POD_BACKOFF * 2 ** (failures - 1), POD_BACKOFF_MAX)
+        return last + min(POD_BACKOFF * float(2 ** (failures - 1)), POD_BACKOFF_MAX)
 
     def _label(self, job: JSON) -> None:
         uid = str(meta(job).get("uid", ""))
@@ -574,12 +591,10 @@ class JobController(Controller):
 
     def _delete_pod(self, pod: JSON) -> None:
         m = meta(pod)
-        try:
+        with contextlib.suppress(ApiError):
             self.store.delete(
                 PODS, str(m["namespace"]), str(m["name"]), uid=str(m.get("uid")), internal=True
             )
-        except ApiError:
-            pass
 
     def _release(self, pods: list[JSON]) -> None:
         for pod in pods:
@@ -595,10 +610,8 @@ class JobController(Controller):
             else:
                 cm.pop("finalizers", None)
 
-        try:
+        with contextlib.suppress(ApiError):
             self.store.mutate(PODS, namespace, name, change)
-        except ApiError:
-            pass
 
     def _release_orphan(self, namespace: str, name: str) -> None:
         pod = self.store.peek(PODS, namespace, name)
@@ -619,10 +632,10 @@ class JobController(Controller):
         def change(current: JSON) -> None:
             current["status"] = status
 
-        try:
-            self.store.mutate(JOBS, str(m["namespace"]), str(m["name"]), change, subresource="status")
-        except ApiError:
-            pass
+        with contextlib.suppress(ApiError):
+            self.store.mutate(
+                JOBS, str(m["namespace"]), str(m["name"]), change, subresource="status"
+            )
 
 
 def _owned(pod: JSON, uid: str) -> bool:
@@ -665,9 +678,7 @@ def _past_backoff_on_failure(spec: JSON, pods: list[JSON]) -> bool:
     return total > 0 if limit == 0 else total >= limit
 
 
-def match_pod_failure_policy(
-    policy: Any, pod: JSON
-) -> tuple[str | None, bool, str | None]:
+def match_pod_failure_policy(policy: Any, pod: JSON) -> tuple[str | None, bool, str | None]:
     """matchPodFailurePolicy: (FailJob message, whether it counts, the action matched)."""
     if not isinstance(policy, dict):
         return None, True, None

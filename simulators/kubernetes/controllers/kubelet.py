@@ -32,10 +32,11 @@ object goes).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final
 
 from simulators.kubernetes import errors
 from simulators.kubernetes.behaviour import Behaviour, Behaviours
@@ -319,7 +320,7 @@ class Kubelet(Controller):
 
     def _delete_now(self, pod: JSON) -> None:
         m = meta(pod)
-        try:
+        with contextlib.suppress(ApiError):
             self.store.delete(
                 PODS,
                 str(m["namespace"]),
@@ -328,8 +329,6 @@ class Kubelet(Controller):
                 grace_seconds=0,
                 internal=True,
             )
-        except ApiError:
-            pass
 
     # -- status --------------------------------------------------------------------------------
 
@@ -385,10 +384,10 @@ class Kubelet(Controller):
                 if not c.get("message"):
                     c.pop("message", None)
 
-        try:
-            self.store.mutate(PODS, str(m["namespace"]), str(m["name"]), change, subresource="status")
-        except ApiError:
-            pass
+        with contextlib.suppress(ApiError):
+            self.store.mutate(
+                PODS, str(m["namespace"]), str(m["name"]), change, subresource="status"
+            )
 
 
 def _planned_end(
@@ -472,7 +471,11 @@ def _qos(pod: JSON) -> str:
         req, lim = res.get("requests") or {}, res.get("limits") or {}
         if req or lim:
             any_set = True
-        if not lim or any(req.get(k, lim[k]) != lim[k] for k in lim) or set(lim) < {"cpu", "memory"}:
+        if (
+            not lim
+            or any(req.get(k, lim[k]) != lim[k] for k in lim)
+            or set(lim) < {"cpu", "memory"}
+        ):
             guaranteed = False
     if guaranteed:
         return "Guaranteed"
@@ -546,7 +549,11 @@ def logs(
 def write_log(cluster: Cluster, namespace: str, pod: str, container: str, line: str) -> None:
     """Append ``line`` to the running container's log now (a test writing what a process would)."""
     _, runtime = _runtime_of(cluster, namespace, pod)
-    c = None if runtime is None else next((x for x in runtime.containers if x.name == container), None)
+    c = (
+        None
+        if runtime is None
+        else next((x for x in runtime.containers if x.name == container), None)
+    )
     if c is None or c.current is None or c.current.ended is not None:
         raise FaultError(f"container {container} of pod {namespace}/{pod} is not running")
     c.current.written.append((cluster.now(), line))
@@ -589,7 +596,12 @@ def lose_node(cluster: Cluster, node: str) -> str:
 
     def change(current: JSON) -> None:
         set_condition(
-            current, "Ready", False, "NodeStatusUnknown", "Kubelet stopped posting node status.", now
+            current,
+            "Ready",
+            False,
+            "NodeStatusUnknown",
+            "Kubelet stopped posting node status.",
+            now,
         )
         for c in current["status"]["conditions"]:
             if c.get("type") == "Ready":
@@ -598,9 +610,17 @@ def lose_node(cluster: Cluster, node: str) -> str:
     cluster.store.mutate(NODES, "", node, change, subresource="status")
 
     def taint(current: JSON) -> None:
-        taints = [t for t in current.get("spec", {}).get("taints") or [] if t.get("key") != UNREACHABLE_TAINT]
-        taints.append({"key": UNREACHABLE_TAINT, "effect": "NoSchedule", "timeAdded": timestamp(now)})
-        taints.append({"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": timestamp(now)})
+        taints = [
+            t
+            for t in current.get("spec", {}).get("taints") or []
+            if t.get("key") != UNREACHABLE_TAINT
+        ]
+        taints.append(
+            {"key": UNREACHABLE_TAINT, "effect": "NoSchedule", "timeAdded": timestamp(now)}
+        )
+        taints.append(
+            {"key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": timestamp(now)}
+        )
         current.setdefault("spec", {})["taints"] = taints
 
     cluster.store.mutate(NODES, "", node, taint)
@@ -635,20 +655,20 @@ def evict_tainted(cluster: Cluster) -> float | None:
                 "Taint manager: deleting due to NoExecute taint",
             )
             m = meta(pod)
-            try:
+            with contextlib.suppress(ApiError):
                 cluster.store.delete(PODS, str(m["namespace"]), str(m["name"]), internal=True)
-            except ApiError:
-                pass
     return min(wake) if wake else None
 
 
 def _toleration_seconds(pod: JSON) -> float | None:
     """Seconds the pod tolerates the unreachable NoExecute taint (0: none; None: for ever)."""
     for t in pod.get("spec", {}).get("tolerations") or []:
-        if t.get("key") == UNREACHABLE_TAINT or (not t.get("key") and t.get("operator") == "Exists"):
-            if t.get("effect") in (None, "", "NoExecute"):
-                seconds = t.get("tolerationSeconds")
-                return None if seconds is None else float(seconds)
+        if (
+            t.get("key") == UNREACHABLE_TAINT
+            or (not t.get("key") and t.get("operator") == "Exists")
+        ) and t.get("effect") in (None, "", "NoExecute"):
+            seconds = t.get("tolerationSeconds")
+            return None if seconds is None else float(seconds)
     return 0.0
 
 
@@ -678,7 +698,11 @@ def evict_pod(cluster: Cluster, namespace: str, name: str, reason: str = "Evicte
         raise FaultError(f"pod {namespace}/{name} has already ended")
     now = cluster.now()
     _add_condition(
-        cluster, pod, "DisruptionTarget", "TerminationByKubelet", "The node was low on resource: memory."
+        cluster,
+        pod,
+        "DisruptionTarget",
+        "TerminationByKubelet",
+        "The node was low on resource: memory.",
     )
     for c in runtime.containers:
         c.next_at = None
@@ -720,7 +744,9 @@ def oom_kill(cluster: Cluster, namespace: str, name: str, container: str | None 
             f"pod={name}_{namespace}({runtime.uid})"
         )
         target.next_at = now + delay
-    if all(not c.running() and c.next_at is None and c.current is not None for c in runtime.containers):
+    if all(
+        not c.running() and c.next_at is None and c.current is not None for c in runtime.containers
+    ):
         runtime.done = True
     Kubelet(cluster)._write(pod, runtime, now)
     return f"container {target.name} of pod {namespace}/{name} OOM-killed"

@@ -28,6 +28,7 @@ volumes, scheduling cycles and their timing (binding is immediate).
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable
 from decimal import Decimal, InvalidOperation
@@ -291,12 +292,10 @@ class Scheduler(Controller):
                         c.pop("reason", None)
                         c.pop("message", None)
 
-        try:
+        with contextlib.suppress(ApiError):
             self.store.mutate(
                 PODS, str(m["namespace"]), str(m["name"]), change, subresource="status"
             )
-        except ApiError:
-            pass
 
     def _bind(self, pod: JSON, node: JSON) -> None:
         m = meta(pod)
@@ -405,7 +404,8 @@ class PodValidation:
             causes.append(
                 Cause(
                     "spec.restartPolicy",
-                    f'Unsupported value: "{policy}": supported values: "Always", "OnFailure", "Never"',
+                    f'Unsupported value: "{policy}": supported values: "Always", '
+                    '"OnFailure", "Never"',
                     "FieldValueNotSupported",
                 )
             )

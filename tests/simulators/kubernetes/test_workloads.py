@@ -102,7 +102,9 @@ def test_indexed_pod_names_labels_and_annotation() -> None:
     uid = job["metadata"]["uid"]
     pods = w.pods("train")
     assert len(pods) == 2
-    by_index = {p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]: p for p in pods}
+    by_index = {
+        p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]: p for p in pods
+    }
     assert set(by_index) == {"0", "1"}
     for index, pod in by_index.items():
         name = pod["metadata"]["name"]
@@ -117,7 +119,12 @@ def test_indexed_pod_names_labels_and_annotation() -> None:
             "batch.kubernetes.io/job-completion-index": index,
         }
         ref = pod["metadata"]["ownerReferences"][0]
-        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == ("Job", "train", uid, True)
+        assert (ref["kind"], ref["name"], ref["uid"], ref["controller"]) == (
+            "Job",
+            "train",
+            uid,
+            True,
+        )
     stored = w.get_job("train")
     assert stored["spec"]["selector"]["matchLabels"] == {"batch.kubernetes.io/controller-uid": uid}
     assert stored["spec"]["backoffLimit"] == 6  # pkg/apis/batch/v1/defaults.go
@@ -167,8 +174,16 @@ def test_restart_count_under_on_failure_then_backoff_limit() -> None:
     assert w.pods("crash")[0]["status"]["containerStatuses"][0]["restartCount"] == 1
     w.advance(200)
     job = w.get_job("crash")
-    assert _cond(job, "FailureTarget") == ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
-    assert _cond(job, "Failed") == ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert _cond(job, "FailureTarget") == (
+        "True",
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
+    assert _cond(job, "Failed") == (
+        "True",
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
     assert [p for p in w.pods("crash") if not p["metadata"].get("deletionTimestamp")] == [] or all(
         p["status"]["phase"] in ("Failed", "Succeeded") for p in w.pods("crash")
     )
@@ -190,7 +205,11 @@ def test_never_replaces_failed_pods_after_backoff_then_fails() -> None:
     w.advance(30)
     job = w.get_job("fail")
     assert job["status"]["failed"] == 2
-    assert _cond(job, "Failed") == ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert _cond(job, "Failed") == (
+        "True",
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+    )
 
 
 def test_pod_failure_policy_fail_job_on_exit_code() -> None:
@@ -243,7 +262,9 @@ def test_suspend_deletes_pods_and_resume_recreates_them() -> None:
     assert _cond(job, "Suspended") == ("True", "JobSuspended", "Job suspended")
     assert "startTime" not in job["status"] and "active" not in job["status"]
     assert w.pods("sus") == []
-    w.store.mutate(JOBS, "default", "sus", lambda j: j["spec"].update(suspend=False), internal=False)
+    w.store.mutate(
+        JOBS, "default", "sus", lambda j: j["spec"].update(suspend=False), internal=False
+    )
     w.advance(1)
     job = w.get_job("sus")
     assert _cond(job, "Suspended") == ("False", "JobResumed", "Job resumed")
@@ -269,7 +290,8 @@ def test_unschedulable_message_then_scheduled_when_node_added() -> None:
     w.runner.settle()
     pod = w.pods("big")[0]
     assert pod["spec"]["nodeName"] == "node-2"
-    assert _cond(pod, "PodScheduled") is not None and condition(pod, "PodScheduled")["status"] == "True"  # type: ignore[index]
+    scheduled = condition(pod, "PodScheduled")
+    assert scheduled is not None and scheduled["status"] == "True"
 
 
 def test_insufficient_when_used_then_retried_when_freed() -> None:
@@ -288,7 +310,12 @@ def test_insufficient_when_used_then_retried_when_freed() -> None:
 
 def test_bad_quantity_is_refused_at_create() -> None:
     w = World()
-    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "two"}}}]}}
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "two"}}}]
+        },
+    }
     with pytest.raises(ApiError) as refused:
         w.store.create(PODS, "default", pod)
     assert refused.value.code == 422
@@ -314,7 +341,10 @@ def test_image_pull_backoff_stays_pending() -> None:
 
 def test_env_behaviour_and_bad_env_is_config_error() -> None:
     w = World()
-    env = [{"name": "KUBE_SIM_EXIT_CODES", "value": "3"}, {"name": "KUBE_SIM_RUN_SECONDS", "value": "4"}]
+    env = [
+        {"name": "KUBE_SIM_EXIT_CODES", "value": "3"},
+        {"name": "KUBE_SIM_RUN_SECONDS", "value": "4"},
+    ]
     w.job("envjob", container={"env": env}, backoffLimit=0)
     w.advance(10)
     pod = w.pods("envjob")[0]
@@ -360,7 +390,10 @@ def test_sigterm_then_kill_after_grace() -> None:
     w.advance(5)
     w.store.delete(PODS, "default", "p")
     w.runner.settle()
-    statuses = {s["name"]: s["state"] for s in w.store.get(PODS, "default", "p")["status"]["containerStatuses"]}
+    statuses = {
+        s["name"]: s["state"]
+        for s in w.store.get(PODS, "default", "p")["status"]["containerStatuses"]
+    }
     assert statuses["polite"]["terminated"]["exitCode"] == 143
     assert "running" in statuses["stubborn"]
     w.advance(19)
@@ -371,8 +404,14 @@ def test_sigterm_then_kill_after_grace() -> None:
 
 def test_logs_over_time() -> None:
     w = World()
-    w.behaviours.add(Behaviour(run_seconds=None, logs=((0, "start"), (10, "step 1"), (20, "step 2"))))
-    w.store.create(PODS, "default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}})
+    w.behaviours.add(
+        Behaviour(run_seconds=None, logs=((0, "start"), (10, "step 1"), (20, "step 2")))
+    )
+    w.store.create(
+        PODS,
+        "default",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
     w.advance(1)
     with pytest.raises(ApiError) as waiting:
         logs(w.cluster, "default", "p", "c")
