@@ -159,12 +159,36 @@ class Scheduler(Controller):
         super().__init__(cluster)
         self._pending: set[Key] = set()
         """Pods seen without a node (keys), to retry when capacity frees."""
+        self._placed: dict[Key, tuple[str, dict[str, Decimal]]] = {}
+        """Pods bound and not ended: their node and requests (kept from events, never scanned)."""
+        self._used: dict[str, dict[str, Decimal]] = {}
+        for pod in self.store.select(PODS):
+            m = meta(pod)
+            self._track((str(m.get("namespace", "")), str(m.get("name", ""))), pod)
+
+    def _track(self, key: Key, pod: JSON | None) -> None:
+        """Keep the per-node sums of requests as pods are bound, end or go."""
+        before = self._placed.pop(key, None)
+        if before is not None:
+            slot = self._used[before[0]]
+            slot["pods"] -= 1
+            for resource, amount in before[1].items():
+                slot[resource] = slot.get(resource, Decimal(0)) - amount
+        if pod is not None and _active_on_node(pod):
+            node = str(pod["spec"]["nodeName"])
+            requests = pod_requests(pod)
+            self._placed[key] = (node, requests)
+            slot = self._used.setdefault(node, {"pods": Decimal(0)})
+            slot["pods"] += 1
+            for resource, amount in requests.items():
+                slot[resource] = slot.get(resource, Decimal(0)) + amount
 
     def keys_for(self, event: Event) -> Iterable[Key]:
         if event.resource is NODES:
             return sorted(self._pending)
         m = meta(event.object)
         key = (str(m.get("namespace", "")), str(m.get("name", "")))
+        self._track(key, None if event.type == "DELETED" else event.object)
         if event.type == "DELETED":
             self._pending.discard(key)
             return sorted(self._pending) if event.object.get("spec", {}).get("nodeName") else []
@@ -205,16 +229,7 @@ class Scheduler(Controller):
     # -- fitting -------------------------------------------------------------------------------
 
     def _usage(self) -> dict[str, dict[str, Decimal]]:
-        used: dict[str, dict[str, Decimal]] = {}
-        for pod in self.store.select(PODS):
-            if not _active_on_node(pod):
-                continue
-            node = str(pod["spec"]["nodeName"])
-            slot = used.setdefault(node, {"pods": Decimal(0)})
-            slot["pods"] += 1
-            for resource, amount in pod_requests(pod).items():
-                slot[resource] = slot.get(resource, Decimal(0)) + amount
-        return used
+        return self._used
 
     def node_reasons(
         self, pod: JSON, node: JSON, used: dict[str, Decimal]

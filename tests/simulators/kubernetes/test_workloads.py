@@ -94,6 +94,17 @@ def _cond(obj: JSON, kind: str) -> tuple[str, str, str] | None:
     return None if c is None else (str(c["status"]), str(c.get("reason")), str(c.get("message")))
 
 
+def _sr(obj: JSON, kind: str) -> tuple[str, str]:
+    """The (status, reason) of a condition, ("", "") when it is absent."""
+    found = _cond(obj, kind)
+    return ("", "") if found is None else found[:2]
+
+
+def _field(obj: JSON, kind: str, key: str) -> str:
+    found = condition(obj, kind)
+    return "" if found is None else str(found.get(key, ""))
+
+
 def test_indexed_pod_names_labels_and_annotation() -> None:
     # pkg/controller/job/indexed_job_utils.go podGenerateNameWithIndex, addCompletionIndexLabel,
     # addCompletionIndexAnnotation; pkg/registry/batch/job/strategy.go generateSelector.
@@ -300,7 +311,7 @@ def test_insufficient_when_used_then_retried_when_freed() -> None:
     w.job("a", container={"resources": {"requests": {"cpu": "1"}}})
     w.job("b", container={"resources": {"requests": {"cpu": "500m"}}})
     pod = w.pods("b")[0]
-    assert condition(pod, "PodScheduled")["message"] == (  # type: ignore[index]
+    assert _field(pod, "PodScheduled", "message") == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
@@ -443,3 +454,170 @@ def test_determinism() -> None:
 
     assert run() == run()
     assert meta(json.loads(run())[0])["name"] == "d"
+
+
+def _running_pod(w: World, job: str) -> str:
+    return str(w.pods(job)[0]["metadata"]["name"])
+
+
+def test_lose_node_taint_manager_deletes_after_300s_and_job_replaces() -> None:
+    # pkg/controller/tainteviction: DisruptionTarget DeletionByTaintManager after the default
+    # 300 s toleration (plugin/pkg/admission/defaulttolerationseconds); the Job replaces the pod.
+    from simulators.kubernetes.controllers.kubelet import lose_node
+
+    w = World(nodes=(NodeConfig("node-0"), NodeConfig("node-1")))
+    w.behaviours.add(Behaviour(run_seconds=None))
+    w.job("lost")
+    w.advance(5)
+    pod = w.pods("lost")[0]
+    node = pod["spec"]["nodeName"]
+    lose_node(w.cluster, node)
+    w.runner.settle()
+    assert _field(w.store.get(NODES, "", node), "Ready", "status") == "Unknown"
+    w.advance(299)
+    assert not w.store.get(PODS, "default", pod["metadata"]["name"])["metadata"].get(
+        "deletionTimestamp"
+    )
+    w.advance(2)
+    old = w.store.get(PODS, "default", pod["metadata"]["name"])
+    assert old["metadata"].get("deletionTimestamp")  # stays Terminating: nobody confirms
+    assert _cond(old, "DisruptionTarget") == (
+        "True",
+        "DeletionByTaintManager",
+        "Taint manager: deleting due to NoExecute taint",
+    )
+    fresh = [p for p in w.pods("lost") if p["metadata"]["name"] != pod["metadata"]["name"]]
+    assert fresh == []  # the pod failure back-off (10 s) first
+    w.advance(15)
+    fresh = [p for p in w.pods("lost") if p["metadata"]["name"] != pod["metadata"]["name"]]
+    assert fresh[0]["spec"]["nodeName"] != node
+    assert fresh[0]["status"]["phase"] == "Running"
+    assert w.get_job("lost")["status"]["failed"] == 1
+
+
+def test_evict_pod_is_failed_evicted_and_ignored_by_policy() -> None:
+    # [A4]: node-pressure eviction, phase Failed, status.reason Evicted, DisruptionTarget
+    # TerminationByKubelet; podFailurePolicy Ignore onPodConditions does not count it (A8).
+    from simulators.kubernetes.controllers.kubelet import evict_pod
+
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None))
+    policy = {
+        "rules": [
+            {
+                "action": "Ignore",
+                "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+            }
+        ]
+    }
+    w.job("ev", podFailurePolicy=policy, backoffLimit=0)
+    w.advance(5)
+    name = _running_pod(w, "ev")
+    evict_pod(w.cluster, "default", name)
+    w.runner.settle()
+    pod = w.store.get(PODS, "default", name)
+    assert pod["status"]["phase"] == "Failed" and pod["status"]["reason"] == "Evicted"
+    assert _sr(pod, "DisruptionTarget") == ("True", "TerminationByKubelet")
+    job = w.get_job("ev")
+    assert "failed" not in job["status"] and _cond(job, "Failed") is None
+    assert len(w.pods("ev")) == 2  # the replacement (Ignore: no back-off)
+
+
+def test_preempt_pod_counts_as_failure_without_policy() -> None:
+    # DisruptionTarget PreemptionByScheduler, then a graceful delete; a deleted pod counts as
+    # failed (isPodFailed: deletionTimestamp and not Succeeded).
+    from simulators.kubernetes.controllers.kubelet import preempt_pod
+
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None))
+    w.job("pre", backoffLimit=0)
+    w.advance(5)
+    name = _running_pod(w, "pre")
+    preempt_pod(w.cluster, "default", name)
+    w.runner.settle()
+    job = w.get_job("pre")
+    assert job["status"]["failed"] == 1
+    assert _sr(job, "FailureTarget")[1] == "BackoffLimitExceeded"
+    w.advance(5)
+    assert _sr(w.get_job("pre"), "Failed")[1] == "BackoffLimitExceeded"
+
+
+def test_fault_on_missing_target_raises_fault_error() -> None:
+    from simulators.kubernetes.controllers.kubelet import evict_pod, lose_node
+    from simulators.kubernetes.faults import FaultError
+
+    w = World()
+    with pytest.raises(FaultError):
+        lose_node(w.cluster, "nowhere")
+    with pytest.raises(FaultError):
+        evict_pod(w.cluster, "default", "nobody")
+    with pytest.raises(FaultError):
+        oom_kill(w.cluster, "default", "nobody")
+
+
+def test_active_deadline_seconds() -> None:
+    # job_controller.go: DeadlineExceeded "Job was active longer than specified deadline".
+    w = World()
+    w.behaviours.add(Behaviour(run_seconds=None))
+    w.job("late", activeDeadlineSeconds=30)
+    w.advance(29)
+    assert _cond(w.get_job("late"), "FailureTarget") is None
+    w.advance(5)
+    job = w.get_job("late")
+    assert _cond(job, "Failed") == (
+        "True",
+        "DeadlineExceeded",
+        "Job was active longer than specified deadline",
+    )
+    assert w.pods("late") == [] or all(p["status"]["phase"] == "Failed" for p in w.pods("late"))
+
+
+def test_previous_logs_after_restart_and_env_log_format() -> None:
+    w = World()
+    env = [
+        {"name": "KUBE_SIM_LOG", "value": "0:hello\n2:bye"},
+        {"name": "KUBE_SIM_EXIT_CODES", "value": "1,0"},
+        {"name": "KUBE_SIM_RUN_SECONDS", "value": "3"},
+    ]
+    w.job("lg", container={"env": env}, restartPolicy="OnFailure")
+    w.advance(6)
+    name = _running_pod(w, "lg")
+    assert logs(w.cluster, "default", name) == "hello\nbye\n"
+    with pytest.raises(ApiError):
+        logs(w.cluster, "default", name, previous=True)
+    w.advance(11)
+    assert w.pods("lg")[0]["status"]["containerStatuses"][0]["restartCount"] == 1
+    assert logs(w.cluster, "default", name, previous=True) == "hello\nbye\n"
+    w.advance(5)
+    assert w.pods("lg")[0]["status"]["phase"] == "Succeeded"
+
+
+def test_scheduling_gates_and_cordon() -> None:
+    # PodScheduled=False SchedulingGated; nodeunschedulable "node(s) were unschedulable".
+    w = World(nodes=(NodeConfig("node-0"),))
+    gated = {
+        "metadata": {"name": "g"},
+        "spec": {"schedulingGates": [{"name": "x"}], "containers": [{"name": "c", "image": "i"}]},
+    }
+    w.store.create(PODS, "default", gated)
+    w.runner.settle()
+    assert _sr(w.store.get(PODS, "default", "g"), "PodScheduled") == (
+        "False",
+        "SchedulingGated",
+    )
+    w.store.mutate(
+        NODES, "", "node-0", lambda n: n["spec"].update(unschedulable=True), internal=False
+    )
+    w.store.create(
+        PODS,
+        "default",
+        {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+    )
+    w.runner.settle()
+    message = _field(w.store.get(PODS, "default", "p"), "PodScheduled", "message")
+    assert message.startswith("0/1 nodes are available: 1 node(s) were unschedulable.")
+    w.store.mutate(
+        NODES, "", "node-0", lambda n: n["spec"].update(unschedulable=False), internal=False
+    )
+    w.runner.settle()
+    assert w.store.get(PODS, "default", "p")["spec"]["nodeName"] == "node-0"
