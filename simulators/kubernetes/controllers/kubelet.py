@@ -10,9 +10,8 @@ this one controller; what each container does comes from behaviour.Behaviours):
 - a run ends at ``run_seconds`` with its exit code: ``terminated`` reason ``Completed`` (0) or
   ``Error``, or ``OOMKilled`` (137) at ``oom_after``; under ``OnFailure`` (non-zero exit) and
   ``Always`` the container restarts: ``lastState`` keeps the run, ``restartCount`` grows, and
-  between restarts the state is ``waiting: CrashLoopBackOff`` for the back-off (10 s doubling,
-  capped at 300 s; pkg/kubelet/kubelet.go backOffPeriod/MaxContainerBackOff). The first restart
-  also waits 10 s (upstream restarts a first crash at once; simplified);
+  a first crash restarts at once, later ones wait ``CrashLoopBackOff`` for the back-off (10 s
+  doubling, capped at 300 s, reset after 600 s without a crash: :func:`schedule_restart`);
 - ``phase: Succeeded``/``Failed`` when every container has ended and none will restart;
 - image pull failure: ``waiting: ErrImagePull`` at each attempt, ``ImagePullBackOff`` between
   attempts (10 s doubling, capped at KubeConfig.image_pull_backoff_max); the pod stays Pending
@@ -24,8 +23,7 @@ this one controller; what each container does comes from behaviour.Behaviours):
 - logs per container and run: :func:`logs` (what ``pods/log`` answers) and :func:`write_log`;
 - faults: :func:`lose_node`, :func:`evict_pod`, :func:`oom_kill`, :func:`preempt_pod`.
 
-Not modelled: init and sidecar containers, probes (ready = running), the back-off reset after
-10 minutes of running, the node lifecycle controller's timings other than the taint manager's
+Not modelled: init and sidecar containers, probes (ready = running), the node lifecycle controller's timings other than the taint manager's
 300 s, pod GC of pods on lost nodes (they stay Terminating, as on a real cluster until the node
 object goes).
 """
@@ -79,6 +77,9 @@ class ContainerRuntime:
     next_at: float | None = None
     """When it (re)starts or retries its image pull."""
     pull_attempts: int = 0
+    backoff: float = RESTART_BACKOFF
+    backoff_at: float | None = None
+    """The kubelet's flowcontrol.Backoff entry for this container: its period and lastUpdate."""
 
     @property
     def current(self) -> Run | None:
@@ -247,14 +248,7 @@ class Kubelet(Controller):
                     break
                 self._end(c, end[0], end[1], end[2])
                 if policy == "Always" or (policy == "OnFailure" and end[1] != 0):
-                    delay = min(RESTART_BACKOFF * 2 ** c.restarts(), RESTART_BACKOFF_MAX)
-                    c.waiting = "CrashLoopBackOff"
-                    c.waiting_message = (
-                        f"back-off {int(delay)}s restarting failed container={c.name} "
-                        f"pod={meta(pod).get('name')}_{meta(pod).get('namespace')}"
-                        f"({runtime.uid})"
-                    )
-                    c.next_at = end[0] + delay
+                    schedule_restart(pod, runtime, c, end[0])
             if c.waiting == "ErrImagePull" and c.next_at is not None:
                 # ErrImagePull shows for the sync after the attempt, then ImagePullBackOff.
                 attempt = c.next_at - min(
@@ -388,6 +382,45 @@ class Kubelet(Controller):
             self.store.mutate(
                 PODS, str(m["namespace"]), str(m["name"]), change, subresource="status"
             )
+
+
+def go_duration(seconds: float) -> str:
+    """A whole number of seconds as Go's time.Duration.String() writes it ("10s", "5m0s")."""
+    total = int(seconds)
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def schedule_restart(pod: JSON, runtime: PodRuntime, c: ContainerRuntime, finished: float) -> None:
+    """When the exited container restarts, as the kubelet's doBackOff decides.
+
+    pkg/kubelet/kuberuntime/kuberuntime_manager.go doBackOff over client-go flowcontrol.Backoff
+    (10 s initial, 300 s max): a first crash, or one more than 2 × 300 s after the last
+    back-off update, restarts at once; otherwise the container waits ``CrashLoopBackOff`` for
+    the current period ("back-off 10s restarting failed container=c pod=p_ns(uid)"), which then
+    doubles, capped at 300 s.
+    """
+    if c.backoff_at is None or finished - c.backoff_at > 2 * RESTART_BACKOFF_MAX:
+        c.backoff = RESTART_BACKOFF
+        c.backoff_at = finished
+        c.waiting = ""
+        c.waiting_message = ""
+        c.next_at = finished
+        return
+    delay = c.backoff
+    c.waiting = "CrashLoopBackOff"
+    c.waiting_message = (
+        f"back-off {go_duration(delay)} restarting failed container={c.name} "
+        f"pod={meta(pod).get('name')}_{meta(pod).get('namespace')}({runtime.uid})"
+    )
+    c.next_at = finished + delay
+    c.backoff = min(c.backoff * 2, RESTART_BACKOFF_MAX)
+    c.backoff_at = finished
 
 
 def _planned_end(
@@ -737,13 +770,7 @@ def oom_kill(cluster: Cluster, namespace: str, name: str, container: str | None 
     run.ended, run.exit_code, run.reason = now, SIGKILL_EXIT, "OOMKilled"
     policy = _restart_policy(pod)
     if policy != "Never":
-        delay = min(RESTART_BACKOFF * 2 ** target.restarts(), RESTART_BACKOFF_MAX)
-        target.waiting = "CrashLoopBackOff"
-        target.waiting_message = (
-            f"back-off {int(delay)}s restarting failed container={target.name} "
-            f"pod={name}_{namespace}({runtime.uid})"
-        )
-        target.next_at = now + delay
+        schedule_restart(pod, runtime, target, now)
     if all(
         not c.running() and c.next_at is None and c.current is not None for c in runtime.containers
     ):

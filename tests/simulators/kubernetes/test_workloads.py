@@ -169,35 +169,37 @@ def test_job_runs_to_complete_with_success_criteria_first() -> None:
 
 
 def test_restart_count_under_on_failure_then_backoff_limit() -> None:
-    # pastBackoffLimitOnFailure: restartCounts of running pods reach backoffLimit;
-    # reason BackoffLimitExceeded, "Job has reached the specified backoff limit".
+    # kuberuntime_manager.go doBackOff (flowcontrol.Backoff 10 s .. 300 s): a first crash
+    # restarts at once, the second waits "back-off 10s restarting failed container=..."; the Job's
+    # pastBackoffLimitOnFailure: restartCounts of running pods reach backoffLimit →
+    # BackoffLimitExceeded, "Job has reached the specified backoff limit".
     w = World()
     w.behaviours.add(Behaviour(exit_codes=(1,), run_seconds=5))
-    w.job("crash", restartPolicy="OnFailure", backoffLimit=2)
-    w.advance(3 + 5 + 1)
-    pod = w.pods("crash")[0]
-    status = pod["status"]["containerStatuses"][0]
-    assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
+    w.job("crash", restartPolicy="OnFailure", backoffLimit=3)
+    w.advance(8)  # started at 2, crashed at 7, restarted at once
+    status = w.pods("crash")[0]["status"]["containerStatuses"][0]
+    assert status["restartCount"] == 1 and "running" in status["state"]
     assert status["lastState"]["terminated"]["exitCode"] == 1
     assert status["lastState"]["terminated"]["reason"] == "Error"
-    assert status["restartCount"] == 0
-    w.advance(10)  # back-off 10 s, then running again
-    assert w.pods("crash")[0]["status"]["containerStatuses"][0]["restartCount"] == 1
-    w.advance(200)
+    w.advance(5)  # crashed again at 12: back-off 10 s
+    pod = w.pods("crash")[0]
+    status = pod["status"]["containerStatuses"][0]
+    waiting = status["state"]["waiting"]
+    assert waiting["reason"] == "CrashLoopBackOff"
+    uid = pod["metadata"]["uid"]
+    name = pod["metadata"]["name"]
+    assert waiting["message"] == (
+        f"back-off 10s restarting failed container=main pod={name}_default({uid})"
+    )
+    assert status["restartCount"] == 1
+    w.advance(10)  # restarted at 22
+    assert w.pods("crash")[0]["status"]["containerStatuses"][0]["restartCount"] == 2
+    w.advance(60)  # crash at 27, back-off 20 s, restart at 47: restartCount 3 = backoffLimit
     job = w.get_job("crash")
-    assert _cond(job, "FailureTarget") == (
-        "True",
-        "BackoffLimitExceeded",
-        "Job has reached the specified backoff limit",
-    )
-    assert _cond(job, "Failed") == (
-        "True",
-        "BackoffLimitExceeded",
-        "Job has reached the specified backoff limit",
-    )
-    assert [p for p in w.pods("crash") if not p["metadata"].get("deletionTimestamp")] == [] or all(
-        p["status"]["phase"] in ("Failed", "Succeeded") for p in w.pods("crash")
-    )
+    expected = ("True", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert _cond(job, "FailureTarget") == expected
+    assert _cond(job, "Failed") == expected
+    assert all(p["status"]["phase"] in ("Failed", "Succeeded") for p in w.pods("crash"))
 
 
 def test_never_replaces_failed_pods_after_backoff_then_fails() -> None:
@@ -580,15 +582,19 @@ def test_previous_logs_after_restart_and_env_log_format() -> None:
         {"name": "KUBE_SIM_RUN_SECONDS", "value": "3"},
     ]
     w.job("lg", container={"env": env}, restartPolicy="OnFailure")
-    w.advance(6)
+    w.advance(4)  # started at 2
     name = _running_pod(w, "lg")
     assert logs(w.cluster, "default", name) == "hello\nbye\n"
-    with pytest.raises(ApiError):
+    with pytest.raises(ApiError) as missing:
         logs(w.cluster, "default", name, previous=True)
-    w.advance(11)
+    assert missing.value.message == (
+        f'previous terminated container "main" in pod "{name}" not found'
+    )
+    w.advance(2)  # exit 1 at 5, restarted at once (a first crash), "hello" again at 5
     assert w.pods("lg")[0]["status"]["containerStatuses"][0]["restartCount"] == 1
+    assert logs(w.cluster, "default", name) == "hello\n"
     assert logs(w.cluster, "default", name, previous=True) == "hello\nbye\n"
-    w.advance(5)
+    w.advance(3)  # exit 0 at 8
     assert w.pods("lg")[0]["status"]["phase"] == "Succeeded"
 
 
