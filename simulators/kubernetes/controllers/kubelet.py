@@ -23,9 +23,9 @@ this one controller; what each container does comes from behaviour.Behaviours):
 - logs per container and run: :func:`logs` (what ``pods/log`` answers) and :func:`write_log`;
 - faults: :func:`lose_node`, :func:`evict_pod`, :func:`oom_kill`, :func:`preempt_pod`.
 
-Not modelled: init and sidecar containers, probes (ready = running), the node lifecycle controller's timings other than the taint manager's
-300 s, pod GC of pods on lost nodes (they stay Terminating, as on a real cluster until the node
-object goes).
+Not modelled: init and sidecar containers, probes (ready = running), the node lifecycle
+controller's timings other than the taint manager's 300 s, pod GC of pods on lost nodes (they
+stay Terminating, as on a real cluster until the node object goes).
 """
 
 from __future__ import annotations
@@ -400,7 +400,7 @@ def schedule_restart(pod: JSON, runtime: PodRuntime, c: ContainerRuntime, finish
     """When the exited container restarts, as the kubelet's doBackOff decides.
 
     pkg/kubelet/kuberuntime/kuberuntime_manager.go doBackOff over client-go flowcontrol.Backoff
-    (10 s initial, 300 s max): a first crash, or one more than 2 × 300 s after the last
+    (10 s initial, 300 s max): a first crash, or one more than 2 x 300 s after the last
     back-off update, restarts at once; otherwise the container waits ``CrashLoopBackOff`` for
     the current period ("back-off 10s restarting failed container=c pod=p_ns(uid)"), which then
     doubles, capped at 300 s.
