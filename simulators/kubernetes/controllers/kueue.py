@@ -1466,17 +1466,3 @@ def workload_for(store: Store, namespace: str, trainjob_name: str) -> JSON | Non
         return None
     wl = find_workload(store, trainjob)
     return clone(wl) if wl is not None else None
-
-
-__all__ = [
-    "CONTROLLERS",
-    "KueueJobController",
-    "KueueScheduler",
-    "WorkloadController",
-    "bootstrap",
-    "deactivate",
-    "preempt",
-    "reactivate",
-    "workload_for",
-    "workload_name",
-]
