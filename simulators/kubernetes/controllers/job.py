@@ -497,10 +497,12 @@ class JobController(Controller):
                 failures = state.per_index.get(i, (0, 0.0))[0] if per_index else None
                 active.append(self._create_pod(job, i, failures))
         else:
-            remaining = parallelism
+            succeeded = int((job.get("status") or {}).get("succeeded", 0))
             if completions is not None:
-                succeeded = int((job.get("status") or {}).get("succeeded", 0))
                 remaining = min(parallelism, int(completions) - succeeded)
+            else:
+                # A work queue: once one pod succeeded, no new pods (job_controller manageJob).
+                remaining = 0 if succeeded else parallelism
             missing = max(0, remaining - len(active))
             if missing:
                 delay = self._delay(state, None)

@@ -42,7 +42,7 @@ from simulators.kubernetes.controllers.base import Cluster, Controller
 from simulators.kubernetes.controllers.scheduler import UNREACHABLE_TAINT, node_ready
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.faults import FaultError
-from simulators.kubernetes.objects import JSON, meta, set_condition, timestamp
+from simulators.kubernetes.objects import JSON, clone, meta, set_condition, timestamp
 from simulators.kubernetes.resources import NODES, PODS, ResourceType
 from simulators.kubernetes.store import Event, Key
 
@@ -378,10 +378,23 @@ class Kubelet(Controller):
                 if not c.get("message"):
                     c.pop("message", None)
 
+        # Work out the new status on a copy of the status alone: most syncs change nothing,
+        # and a write that changes nothing need not copy the whole pod twice.
+        stored = self.store.peek(PODS, str(m["namespace"]), str(m["name"]))
+        if stored is None:
+            return
+        trial = {k: v for k, v in stored.items() if k != "status"}
+        trial["status"] = clone(stored.get("status") or {})
+        change(trial)
+        if trial["status"] == stored.get("status"):
+            return
+        new_status = trial["status"]
+
+        def put(current: JSON) -> None:
+            current["status"] = new_status
+
         with contextlib.suppress(ApiError):
-            self.store.mutate(
-                PODS, str(m["namespace"]), str(m["name"]), change, subresource="status"
-            )
+            self.store.mutate(PODS, str(m["namespace"]), str(m["name"]), put, subresource="status")
 
 
 def go_duration(seconds: float) -> str:
