@@ -627,3 +627,53 @@ def test_scheduling_gates_and_cordon() -> None:
     )
     w.runner.settle()
     assert w.store.get(PODS, "default", "p")["spec"]["nodeName"] == "node-0"
+
+
+def test_fail_index_and_not_in_with_container_name() -> None:
+    # pod_failure_policy.go: onExitCodes NotIn with containerName; FailIndex marks the index
+    # failed at once (isIndexFailed), the other index completes; "Job has failed indexes".
+    w = World()
+    w.behaviours.add(Behaviour(exit_codes=(7,), run_seconds=5), pod_name_prefix="fi-0-")
+    w.behaviours.add(Behaviour(exit_codes=(0,), run_seconds=5), pod_name_prefix="fi-1-")
+    policy = {
+        "rules": [
+            {
+                "action": "FailIndex",
+                "onExitCodes": {"containerName": "main", "operator": "NotIn", "values": [0, 1]},
+            }
+        ]
+    }
+    w.job(
+        "fi",
+        completionMode="Indexed",
+        completions=2,
+        parallelism=2,
+        backoffLimitPerIndex=3,
+        podFailurePolicy=policy,
+    )
+    w.advance(60)
+    job = w.get_job("fi")
+    assert job["status"]["failedIndexes"] == "0"
+    assert job["status"]["completedIndexes"] == "1"
+    assert len(w.pods("fi")) == 2  # no retry of index 0
+    assert _cond(job, "Failed") == ("True", "FailedIndexes", "Job has failed indexes")
+
+
+def test_official_client_reads_pods_and_jobs() -> None:
+    # The official client's models require name, image, imageID, ready, restartCount on every
+    # containerStatuses entry and status on every condition.
+    from kubernetes.client import ApiClient
+
+    w = World()
+    w.behaviours.add(Behaviour(exit_codes=(1, 0), run_seconds=5))
+    w.job("m", completionMode="Indexed", completions=2, parallelism=2, restartPolicy="OnFailure")
+    api = ApiClient()
+    phases: set[str] = set()
+    for step in (1, 3, 4, 12, 30):
+        w.advance(step)
+        for pod in w.pods("m"):
+            model = api.deserialize(json.dumps(pod), "V1Pod", "application/json")
+            phases.add(model.status.phase)
+        job = api.deserialize(json.dumps(w.get_job("m")), "V1Job", "application/json")
+    assert phases == {"Pending", "Running", "Succeeded"}
+    assert job.status.conditions[-1].type == "Complete" and job.status.succeeded == 2
