@@ -22,6 +22,7 @@ As kubeflow/trainer v2.3.0 behaves (tag commit 658725bd):
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import math
@@ -49,6 +50,7 @@ from simulators.kubernetes.resources import (
     CLUSTERTRAININGRUNTIMES,
     CONFIGMAPS,
     JOBSETS,
+    SECRETS,
     TRAINER,
     TRAININGRUNTIMES,
     TRAINJOBS,
@@ -613,6 +615,8 @@ class TrainerController(Controller):
             return  # T6 errorNotFoundSpecified...Runtime: an error, retried; no condition
         self._ensure_snapshot(tj, runtime)
         desired = build_jobset(tj, runtime)
+        if _framework(runtime.get("spec", {}).get("mlPolicy")) == "mpi":
+            self._mpi_objects(tj, runtime, desired)
         namespace, name = namespace_of(tj), name_of(tj)
         current = self.store.peek(JOBSETS, namespace, name)
         try:
@@ -633,6 +637,71 @@ class TrainerController(Controller):
             self.store.update(JOBSETS, namespace, name, merged, internal=True)
         except ApiError:
             pass  # T3: the failure is an Event (TrainJobResourcesCreationFailed); retried later
+
+    def _mpi_objects(self, tj: JSON, runtime: JSON, jobset: JSON) -> None:
+        """T8 MPI Build: the ssh-auth Secret (once) and the hostfile ConfigMap (kept current).
+
+        The key pair is random bytes from the seeded generator, not a usable key: no ssh runs.
+        """
+        namespace, name = namespace_of(tj), name_of(tj)
+        owner = [owner_reference(tj)]
+        if self.store.peek(SECRETS, namespace, f"{name}-mpi-ssh-auth") is None:
+            fake = self.cluster.rng.getrandbits(256).to_bytes(32, "big")
+            secret = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": f"{name}-mpi-ssh-auth",
+                    "namespace": namespace,
+                    "ownerReferences": owner,
+                },
+                "type": "kubernetes.io/ssh-auth",
+                "immutable": True,
+                "data": {
+                    "ssh-privatekey": base64.b64encode(b"simulated-private-key:" + fake).decode(),
+                    "ssh-publickey": base64.b64encode(b"simulated-public-key:" + fake).decode(),
+                },
+            }
+            with contextlib.suppress(ApiError):
+                self.store.create(SECRETS, namespace, secret, internal=True)
+        mpi = (runtime.get("spec", {}).get("mlPolicy") or {}).get("mpi") or {}
+        launcher_as_node = bool(mpi.get("runLauncherAsNode", False))
+        lines: list[str] = []
+        sub = str((jobset["spec"].get("network") or {}).get("subdomain") or name)
+        for rjob in jobset["spec"].get("replicatedJobs") or []:
+            rname = rjob.get("name")
+            if not (rname == NODE or (launcher_as_node and rname == LAUNCHER)):
+                continue
+            slots = "1"
+            for r in jobset["spec"].get("replicatedJobs") or []:
+                c = _container(r, NODE) if r.get("name") == LAUNCHER else None
+                for e in (c or {}).get("env") or []:
+                    if e.get("name") == "OMPI_MCA_orte_set_default_slots":
+                        slots = str(e.get("value"))
+            pods = int(rjob.get("template", {}).get("spec", {}).get("parallelism", 1))
+            for replica in range(int(rjob.get("replicas", 1))):
+                for pod in range(pods):
+                    lines.append(f"{name}-{rname}-{replica}-{pod}.{sub} slots={slots}\n")
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"{name}-mpi-hostfile",
+                "namespace": namespace,
+                "ownerReferences": owner,
+            },
+            "data": {"hostfile": "".join(lines)},
+        }
+        current = self.store.peek(CONFIGMAPS, namespace, f"{name}-mpi-hostfile")
+        with contextlib.suppress(ApiError):
+            if current is None:
+                self.store.create(CONFIGMAPS, namespace, body, internal=True)
+            elif current.get("data") != body["data"]:
+                updated = clone(current)
+                updated["data"] = body["data"]
+                self.store.update(
+                    CONFIGMAPS, namespace, meta(current)["name"], updated, internal=True
+                )
 
     def _ensure_snapshot(self, tj: JSON, runtime: JSON) -> None:
         """pkg/runtime/core/snapshot.go: a ConfigMap owned by the TrainJob holding the runtime."""

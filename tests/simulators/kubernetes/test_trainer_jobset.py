@@ -26,6 +26,7 @@ from simulators.kubernetes.resources import (
     JOBS,
     JOBSETS,
     NAMESPACES,
+    SECRETS,
     SERVICES,
     TRAINJOBS,
 )
@@ -749,3 +750,41 @@ def test_rendering_is_deterministic() -> None:
         return sim.must(JOBS, "t1-node-0")
 
     assert run() == run()
+
+
+def test_mpi_runtime_gets_its_ssh_secret_and_hostfile() -> None:
+    # T8 MPI Build: <trainjob>-mpi-ssh-auth (ssh-auth, immutable) and <trainjob>-mpi-hostfile
+    # listing node and (runLauncherAsNode) launcher endpoints with their slots.
+    sim = Sim()
+    sim.trainjob(runtime="deepspeed-distributed", trainer={"numNodes": 3})
+    secret = sim.must(SECRETS, "t1-mpi-ssh-auth")
+    assert (secret["type"], secret["immutable"]) == ("kubernetes.io/ssh-auth", True)
+    assert sorted(secret["data"]) == ["ssh-privatekey", "ssh-publickey"]
+    hostfile = sim.must(CONFIGMAPS, "t1-mpi-hostfile")["data"]["hostfile"]
+    assert hostfile == (
+        "t1-node-0-0.t1 slots=1\nt1-node-0-1.t1 slots=1\nt1-launcher-0-0.t1 slots=1\n"
+    )
+
+
+def test_blocking_recreate_waits_until_every_old_job_is_gone() -> None:
+    # J3 constructJobsFromTemplate: BlockingRecreate creates nothing while previous Jobs remain.
+    sim = Sim()
+    body = plain_jobset("js", replicas=2)
+    body["spec"]["failurePolicy"] = {"maxRestarts": 3, "restartStrategy": "BlockingRecreate"}
+    sim.store.create(JOBSETS, NS, body)
+    sim.runner.settle()
+    keep = sim.store.get(JOBS, NS, "js-w-1")
+    keep["metadata"]["finalizers"] = ["test/hold"]
+    sim.store.update(JOBS, NS, "js-w-1", keep)
+    sim.fail_job("js-w-0")
+    assert sim.must(JOBSETS, "js")["status"]["restarts"] == 1
+    assert sim.get(JOBS, "js-w-0") is None  # deleted, and not recreated while js-w-1 lingers
+    held = sim.store.get(JOBS, NS, "js-w-1")
+    held["metadata"]["finalizers"] = [f for f in held["metadata"]["finalizers"] if f != "test/hold"]
+    sim.store.update(JOBS, NS, "js-w-1", held)
+    sim.runner.settle()
+    attempts = [
+        sim.must(JOBS, n)["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"]
+        for n in ("js-w-0", "js-w-1")
+    ]
+    assert attempts == ["1", "1"]
