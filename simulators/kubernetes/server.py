@@ -236,6 +236,17 @@ class Server:
             self._streams += delta
             self._streams_done.notify_all()
 
+    @property
+    def open_watches(self) -> int:
+        """How many watch streams are being served now."""
+        with self._conn_lock:
+            return self._streams
+
+    def wait_for_watches(self, count: int, timeout: float = 10.0) -> bool:
+        """Block until at least ``count`` watch streams are open (False if ``timeout`` passed)."""
+        with self._conn_lock:
+            return self._streams_done.wait_for(lambda: self._streams >= count, timeout=timeout)
+
     def stop(self) -> None:
         """End every stream and connection, stop serving, join, remove the kubeconfig."""
         if self._httpd is None:

@@ -17,7 +17,7 @@ Rules (k8s.io/apiserver/pkg/storage/cacher, v1.32):
 - ``timeoutSeconds`` counts **virtual** seconds (the stream ends once the clock passed it); in
   realtime mode the clock follows the wall clock, so these are wall seconds there.
 - A stream waits on ``store.changed`` (no polling) and ends when ``faults.watch_epoch`` grows
-  (``cut_watches``) or the server stops.
+  (``cut_watches``) or the server stops, once the events committed before that are written.
 """
 
 from __future__ import annotations
@@ -150,11 +150,13 @@ class WatchStream:
                 if self.pending:
                     batch, self.pending = self.pending, []
                     return batch
-                if self.done or self._ended():
+                if self.done:
                     return None
-                self._collect()
+                self._collect()  # what was committed before a cut or the timeout still goes out
                 if self.pending:
                     continue
+                if self._ended():
+                    return None
                 now = self.sim.clock.now()
                 if self.bookmarks and now - self.last_bookmark >= BOOKMARK_SECONDS:
                     self.last_bookmark = self.sim.clock.now()
