@@ -32,8 +32,9 @@ Modelled:
   DeadlineExceeded "Job was active longer than specified deadline"); ``SuccessCriteriaMet``
   then ``Complete`` (CompletionsReached "Reached expected number of succeeded pods");
 - suspend deletes the active pods and clears ``startTime``; resume sets it again and creates
-  pods. Pods deleted by a suspension are not counted as failures [verify: upstream counts a
-  terminating pod as failed in general]. A finished Job's remaining pods are deleted.
+  pods. As deleteJobPods does, a suspension removes a pod's tracking finalizer before deleting
+  it, so those pods are never counted as failed; a finishing Job's remaining pods are deleted
+  with the finalizer kept (deleteActivePods), so they are counted.
 
 Not modelled: successPolicy, managedBy, podReplacementPolicy Failed's wait (terminating pods are
 replaced at once unless a podFailurePolicy is set), pod adoption/orphan matching by selector
@@ -207,7 +208,6 @@ class _Backoff:
     failures: int = 0
     last_failure: float = 0.0
     per_index: dict[int, tuple[int, float]] = field(default_factory=dict)
-    suspend_deleted: set[str] = field(default_factory=set)
 
 
 class JobController(Controller):
@@ -296,10 +296,6 @@ class JobController(Controller):
             if not is_failed:
                 continue
             to_release.append(pod)
-            pod_uid = str(meta(pod).get("uid", ""))
-            if pod_uid in state.suspend_deleted:
-                state.suspend_deleted.discard(pod_uid)
-                continue
             message, counts, action = match_pod_failure_policy(spec.get("podFailurePolicy"), pod)
             if counts:
                 failed += 1
@@ -380,8 +376,7 @@ class JobController(Controller):
             active = []
         elif suspended:
             for pod in active:
-                state.suspend_deleted.add(str(meta(pod).get("uid", "")))
-                self._delete_pod(pod)
+                self._delete_pod(pod, counted=False)
             active = []
             status.pop("startTime", None)
             set_condition(
@@ -591,8 +586,11 @@ class JobController(Controller):
         except ApiError:
             return pod
 
-    def _delete_pod(self, pod: JSON) -> None:
+    def _delete_pod(self, pod: JSON, *, counted: bool = True) -> None:
+        """Delete a pod; ``counted=False`` drops its tracking finalizer first (deleteJobPods)."""
         m = meta(pod)
+        if not counted:
+            self._drop_finalizer(str(m["namespace"]), str(m["name"]))
         with contextlib.suppress(ApiError):
             self.store.delete(
                 PODS, str(m["namespace"]), str(m["name"]), uid=str(m.get("uid")), internal=True

@@ -263,7 +263,8 @@ def test_backoff_limit_per_index() -> None:
 
 def test_suspend_deletes_pods_and_resume_recreates_them() -> None:
     # job_controller.go: suspended → active pods deleted, Suspended JobSuspended "Job suspended",
-    # startTime cleared; resume → JobResumed "Job resumed", startTime now, new pods.
+    # startTime cleared; resume → JobResumed "Job resumed", startTime now, new pods. deleteJobPods
+    # drops the tracking finalizer before the delete, so the deleted pods are not failures.
     w = World()
     w.behaviours.add(Behaviour(run_seconds=None))
     w.job("sus", completionMode="Indexed", completions=2, parallelism=2)
