@@ -278,6 +278,7 @@ class JobController(Controller):
         failed_indexes = parse_indexes(status.get("failedIndexes"))
         fail_job: tuple[str, str] | None = None
         to_release: list[JSON] = []
+        new_success = new_failure = False
         for pod in pods:
             if TRACKING_FINALIZER not in (meta(pod).get("finalizers") or []):
                 continue
@@ -286,6 +287,7 @@ class JobController(Controller):
             index = _index(pod)
             if phase == "Succeeded":
                 to_release.append(pod)
+                new_success = True
                 if indexed:
                     if index is not None and completions is not None and index < completions:
                         completed.add(index)
@@ -299,6 +301,7 @@ class JobController(Controller):
             message, counts, action = match_pod_failure_policy(spec.get("podFailurePolicy"), pod)
             if counts:
                 failed += 1
+                new_failure = True
                 state.failures += 1
                 state.last_failure = now
             if index is not None and spec.get("backoffLimitPerIndex") is not None:
@@ -315,7 +318,8 @@ class JobController(Controller):
             failed_indexes -= completed
         for index_done in completed:
             state.per_index.pop(index_done, None)
-        if not indexed and succeeded > int(status.get("succeeded", 0)):
+        if new_success and not new_failure:
+            # backoff_utils.go newBackoffRecord: a success after the last failure resets it.
             state.failures = 0
 
         active = [
