@@ -23,7 +23,7 @@ CM = "/api/v1/namespaces/default/configmaps"
 TJ = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs"
 
 
-def _rate(label: str, n: int, work: Callable[[int], None]) -> None:
+def _rate(label: str, n: int, work: Callable[[int], object]) -> None:
     start = time.perf_counter()
     for i in range(n):
         work(i)
