@@ -18,9 +18,24 @@ from typing import TYPE_CHECKING, Any
 from dispatch_core import VirtualClock
 from simulators.kubernetes.config import KubeConfig
 from simulators.kubernetes.controllers.base import Cluster, Controller, Runner
+from simulators.kubernetes.behaviour import Behaviours
 from simulators.kubernetes.controllers.gc import GarbageCollector
+from simulators.kubernetes.controllers.job import JobController, JobDefaults
+from simulators.kubernetes.controllers.jobset import JobSetController
+from simulators.kubernetes.controllers.kubelet import Kubelet, TaintEviction
+from simulators.kubernetes.controllers.kueue import (
+    KueueJobController,
+    KueueScheduler,
+    WorkloadController,
+)
+from simulators.kubernetes.controllers.kueue import bootstrap as kueue_bootstrap
+from simulators.kubernetes.controllers.scheduler import PodValidation, Scheduler
+from simulators.kubernetes.controllers.trainer import TrainerController
 from simulators.kubernetes.objects import JSON
-from simulators.kubernetes.resources import NAMESPACES, NODES, ResourceType
+from simulators.kubernetes.resources import CLUSTERTRAININGRUNTIMES, NAMESPACES, NODES, ResourceType
+from simulators.kubernetes.runtimes import catalogue
+from simulators.kubernetes.webhooks import JobSetWebhook, TrainJobWebhook
+from simulators.kubernetes.webhooks.kueue import KueueTrainJobWebhook, KueueWorkloadWebhook
 from simulators.kubernetes.store import Store
 
 if TYPE_CHECKING:
@@ -54,14 +69,54 @@ class KubeSim:
     # -- wiring --------------------------------------------------------------------------------
 
     def _controllers(self) -> list[Controller]:
-        """The controllers, in the order they reconcile (upstream first, garbage collector last)."""
-        return [GarbageCollector(self.cluster)]
+        """The controllers, in the order they reconcile: Kueue (when installed), Trainer, JobSet,
+        Job, the scheduler, the kubelets, the taint manager, the garbage collector last.
+
+        Admission runs in the order of ``store.admission``: Kueue's mutating TrainJob webhook
+        before the Trainer's (whose ``time`` stamp then covers Kueue's runtime patch), then the
+        validations of the built-in kinds and the JobSet webhook.
+        """
+        cluster = self.cluster
+        cluster.behaviours = Behaviours.from_config(self.config)
+        if self.config.kueue:
+            self.store.admission.extend([KueueTrainJobWebhook(), KueueWorkloadWebhook()])
+        self.store.admission.extend(
+            [
+                TrainJobWebhook(self.store, self.clock.now),
+                JobSetWebhook(),
+                JobDefaults(),
+                PodValidation(),
+            ]
+        )
+        kueue: list[Controller] = []
+        if self.config.kueue:
+            kueue = [
+                KueueJobController(cluster),
+                WorkloadController(cluster),
+                KueueScheduler(cluster),
+            ]
+        return [
+            *kueue,
+            TrainerController(cluster),
+            JobSetController(cluster),
+            JobController(cluster),
+            Scheduler(cluster),
+            Kubelet(cluster),
+            TaintEviction(cluster),
+            GarbageCollector(cluster),
+        ]
 
     def _bootstrap(self) -> None:
         for namespace in self.config.namespaces:
             self.store.create(NAMESPACES, "", _namespace(namespace), internal=True)
         for node in self.config.nodes:
             self.add_node(_node(node))
+        for runtime in catalogue(self.config.runtimes):
+            self.store.create(CLUSTERTRAININGRUNTIMES, "", runtime, internal=True)
+        if self.config.kueue:
+            for resource, obj in kueue_bootstrap(self.config.queue, self.config.nodes):
+                namespace = str(obj.get("metadata", {}).get("namespace", ""))
+                self.store.create(resource, namespace, obj, internal=True)
 
     def add_node(self, node: JSON) -> JSON:
         """Create a Node with its status (capacity, allocatable, Ready), as its kubelet would."""
