@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from dispatch_core import VirtualClock
+from simulators.kubernetes.behaviour import Behaviours
 from simulators.kubernetes.config import KubeConfig
 from simulators.kubernetes.controllers.base import Cluster, Controller, Runner
-from simulators.kubernetes.behaviour import Behaviours
 from simulators.kubernetes.controllers.gc import GarbageCollector
 from simulators.kubernetes.controllers.job import JobController, JobDefaults
 from simulators.kubernetes.controllers.jobset import JobSetController
@@ -34,9 +34,9 @@ from simulators.kubernetes.controllers.trainer import TrainerController
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import CLUSTERTRAININGRUNTIMES, NAMESPACES, NODES, ResourceType
 from simulators.kubernetes.runtimes import catalogue
+from simulators.kubernetes.store import Store
 from simulators.kubernetes.webhooks import JobSetWebhook, TrainJobWebhook
 from simulators.kubernetes.webhooks.kueue import KueueTrainJobWebhook, KueueWorkloadWebhook
-from simulators.kubernetes.store import Store
 
 if TYPE_CHECKING:
     from simulators.kubernetes.server import Server
