@@ -23,6 +23,7 @@ finalizer, AdmissionCheck ``Active`` gating the ClusterQueue, queue ``stopPolicy
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable
@@ -428,6 +429,11 @@ def parse_quantity(text: Any) -> Fraction:
 
 def amount(resource: str, quantity: Any) -> int:
     """Kueue's int64 amount: milli-units for cpu, whole units (rounded up) otherwise."""
+    return _amount(resource, str(quantity))
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(resource: str, quantity: str) -> int:
     value = parse_quantity(quantity)
     if resource == "cpu":
         value *= 1000
@@ -1102,6 +1108,17 @@ def _requests_of(wl: JSON) -> list[tuple[str, int, dict[str, int]]]:
     return out
 
 
+def _usage_of(admission: JSON) -> dict[tuple[str, str], int]:
+    """{(flavor, resource): amount} of an admission's podSetAssignments."""
+    usage: dict[tuple[str, str], int] = {}
+    for assignment in admission.get("podSetAssignments") or []:
+        flavors = assignment.get("flavors") or {}
+        for resource, value in (assignment.get("resourceUsage") or {}).items():
+            key = (str(flavors.get(resource, "")), str(resource))
+            usage[key] = usage.get(key, 0) + amount(str(resource), value)
+    return usage
+
+
 def _schedulable(wl: JSON) -> bool:
     """Pending in the queue: active, unfinished, unreserved, ungated, requeued if evicted."""
     if meta(wl).get("deletionTimestamp") or is_finished(wl) or not is_active(wl):
@@ -1130,60 +1147,132 @@ class KueueScheduler(Controller):
     primary = CLUSTERQUEUES
     watches = (WORKLOADS, LOCALQUEUES, RESOURCEFLAVORS)
 
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__(cluster)
+        self._needs: dict[tuple[str, int], list[tuple[str, int, dict[str, int]]]] = {}
+        self._order: dict[str, tuple[float, str, str]] = {}
+        self._ready = False
+        """Whether the index below reflects the store (rebuilt at first use and queue changes)."""
+        self._pending: dict[str, set[Key]] = {}
+        self._reserved: dict[str, dict[Key, tuple[dict[tuple[str, str], int], bool]]] = {}
+        self._where: dict[Key, tuple[str, str]] = {}
+        self._parked: dict[str, set[Key]] = {}
+        """Workloads that did not fit, left alone until quota is released (inadmissible)."""
+        self._released: set[str] = set()
+
+    def needs(self, wl: JSON) -> list[tuple[str, int, dict[str, int]]]:
+        """The Workload's requests per podSet (cached by uid and generation)."""
+        key = (uid_of(wl), int(meta(wl).get("generation", 1)))
+        found = self._needs.get(key)
+        if found is None:
+            found = _requests_of(wl)
+            self._needs[key] = found
+        return found
+
+    def order(self, wl: JSON) -> tuple[float, str, str]:
+        """The queue order: creation time, then namespace and name (cached by uid)."""
+        uid = uid_of(wl)
+        found = self._order.get(uid)
+        if found is None:
+            created = parse_timestamp(str(meta(wl).get("creationTimestamp")))
+            found = (created, namespace_of(wl), name_of(wl))
+            self._order[uid] = found
+        return found
+
     def keys_for(self, event: Event) -> Iterable[Key]:
+        """The ClusterQueues an event concerns; Workload events also keep the index current."""
         if event.resource is CLUSTERQUEUES:
-            return [("", name_of(event.object))] if _spec_changed(event) else []
+            if _spec_changed(event):
+                self._released.add(name_of(event.object))
+                return [("", name_of(event.object))]
+            return []
         if event.resource is RESOURCEFLAVORS:
+            self._released.update(k[1] for k in self.store.keys(CLUSTERQUEUES))
             return self.store.keys(CLUSTERQUEUES)
         if event.resource is LOCALQUEUES:
+            self._ready = False
             cq = str(event.object.get("spec", {}).get("clusterQueue", ""))
             return [("", cq)] if cq else []
-        keys: set[Key] = set()
-        for obj in (event.object, event.old):
-            if obj is None:
-                continue
-            admitted_in = (obj.get("status", {}).get("admission") or {}).get("clusterQueue")
-            if admitted_in:
-                keys.add(("", str(admitted_in)))
-        cq_name = cluster_queue_of(self.store, event.object)
-        if cq_name:
-            keys.add(("", cq_name))
+        if not self._ready:
+            return self.store.keys(CLUSTERQUEUES)
+        key = (namespace_of(event.object), name_of(event.object))
+        before = self._where.get(key)
+        after = self._index(key, None if event.type == "DELETED" else event.object)
+        keys = {("", q) for q in (*(before or ()), *after) if q}
+        if before is not None and before[1] and before[1] != after[1]:
+            self._released.add(before[1])
+        for parked in self._parked.values():
+            parked.discard(key)
         return sorted(keys)
+
+    def _index(self, key: Key, wl: JSON | None) -> tuple[str, str]:
+        """(pending in, reserving in) for one Workload, recorded in the index."""
+        if not self._ready:
+            return ("", "")
+        before = self._where.pop(key, None)
+        if before is not None:
+            self._pending.get(before[0], set()).discard(key)
+            self._reserved.get(before[1], {}).pop(key, None)
+        pending_in = reserved_in = ""
+        if wl is not None:
+            admission = wl.get("status", {}).get("admission") or {}
+            if has_quota(wl) and admission.get("clusterQueue") and not is_finished(wl):
+                reserved_in = str(admission["clusterQueue"])
+                self._reserved.setdefault(reserved_in, {})[key] = (
+                    _usage_of(admission),
+                    is_admitted(wl),
+                )
+            elif _schedulable(wl):
+                pending_in = cluster_queue_of(self.store, wl) or ""
+                if pending_in:
+                    self._pending.setdefault(pending_in, set()).add(key)
+        where = (pending_in, reserved_in)
+        if pending_in or reserved_in:
+            self._where[key] = where
+        return where
+
+    def _rebuild(self) -> None:
+        self._pending.clear()
+        self._reserved.clear()
+        self._where.clear()
+        self._parked.clear()
+        self._ready = True
+        self._released.update(k[1] for k in self.store.keys(CLUSTERQUEUES))
+        for wl in self.store.select(WORKLOADS):
+            self._index((namespace_of(wl), name_of(wl)), wl)
 
     def reconcile(self, namespace: str, name: str) -> float | None:
         del namespace
         cq = self.store.peek(CLUSTERQUEUES, "", name)
         if cq is None:
             return None
+        if not self._ready:
+            self._rebuild()
         now = self.cluster.now()
         nominal = self._nominal(cq)
         usage: dict[tuple[str, str], int] = {}
+        reserved = self._reserved.get(name, {})
+        reserving = len(reserved)
+        admitted = 0
+        for used, is_in in reserved.values():
+            admitted += 1 if is_in else 0
+            for key, value in used.items():
+                usage[key] = usage.get(key, 0) + value
+        parked = self._parked.setdefault(name, set())
+        if name in self._released:
+            self._released.discard(name)
+            parked.clear()
+        pending_keys = self._pending.get(name, set())
         pending: list[JSON] = []
-        reserving = admitted = 0
-        for wl in self.store.select(WORKLOADS):
-            admission = wl.get("status", {}).get("admission") or {}
-            if has_quota(wl) and admission.get("clusterQueue") == name:
-                if is_finished(wl):
-                    continue
-                reserving += 1
-                admitted += 1 if is_admitted(wl) else 0
-                for assignment in admission.get("podSetAssignments") or []:
-                    flavors = assignment.get("flavors") or {}
-                    for resource, value in (assignment.get("resourceUsage") or {}).items():
-                        key = (str(flavors.get(resource, "")), str(resource))
-                        usage[key] = usage.get(key, 0) + amount(str(resource), value)
-            elif _schedulable(wl) and cluster_queue_of(self.store, wl) == name:
-                pending.append(wl)
-        pending.sort(
-            key=lambda w: (
-                parse_timestamp(str(meta(w).get("creationTimestamp"))),
-                namespace_of(w),
-                name_of(w),
-            )
-        )
+        for key in sorted(pending_keys - parked):
+            found = self.store.peek(WORKLOADS, key[0], key[1])
+            if found is not None:
+                pending.append(found)
+        waiting = len(pending_keys & parked)
+        pending.sort(key=self.order)
         still_pending = 0
         for wl in pending:
-            needs = _requests_of(wl)
+            needs = self.needs(wl)
             flavor, reason, message = self._assign(nominal, usage, needs)
             if flavor is not None:
                 admission = self._admission(name, flavor, needs)
@@ -1226,6 +1315,7 @@ class KueueScheduler(Controller):
                 admitted += 1 if not checks_of(wl) else 0
                 continue
             still_pending += 1
+            parked.add((namespace_of(wl), name_of(wl)))
             current = condition(wl, QUOTA_RESERVED)
             if (
                 current is None
@@ -1244,7 +1334,7 @@ class KueueScheduler(Controller):
                     subresource="status",
                     internal=True,
                 )
-        self._write_status(cq, nominal, usage, still_pending, reserving, admitted, now)
+        self._write_status(cq, nominal, usage, still_pending + waiting, reserving, admitted, now)
         return None
 
     def _nominal(self, cq: JSON) -> list[tuple[str, dict[str, int]]]:
