@@ -8,18 +8,40 @@ Faults of the API itself, consulted by the HTTP server for every request:
   server then closes the connection without answering (the client sees the connection drop);
 - ``cut_watches()``: every open watch stream ends now (clients resume from their last version).
 
-Faults of the cluster (node loss, eviction, OOM kill, image pull failure, unschedulable, Kueue
-preemption, an administrator deleting or suspending an object) act through the controllers'
-own functions and are added beside them.
+Faults of the cluster, each acting now and settling the controllers after:
+
+- ``lose_node(node)``: the node stops reporting (Ready Unknown, the unreachable taints); its pods
+  are deleted by the taint manager when their 300 s toleration runs out;
+- ``evict_pod(namespace, pod)``: node-pressure eviction (Failed, reason Evicted, grace 0);
+- ``oom_kill(namespace, pod, container=None)``: the container ends OOMKilled, exit 137;
+- ``preempt_pod(namespace, pod)``: the scheduler preempts the pod (DisruptionTarget, deleted);
+- ``image_pull_failure(image=None, ...)``: containers that match pull with ErrImagePull and back
+  off (ImagePullBackOff) from now on; this never fails a Job by itself;
+- ``unschedulable(node=None)``: the node (every node by default) is cordoned; ``schedulable``
+  undoes it;
+- ``kueue_preempt(namespace, workload)`` and ``deactivate(namespace, workload)``: Kueue evicts
+  the admitted Workload (Preempted, requeued) or an administrator deactivates it;
+- ``admin_delete(resource, namespace, name)`` and ``admin_suspend(namespace, trainjob)``: an
+  administrator deletes or suspends the object underneath its owner.
+
+Each raises :class:`FaultError` (nothing changed) when it cannot hit what it is aimed at.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.resources import NODES, TRAINJOBS, ResourceType
 
 if TYPE_CHECKING:
+    from simulators.kubernetes.controllers.base import Cluster
+    from simulators.kubernetes.objects import JSON
     from simulators.kubernetes.sim import KubeSim
+
+T = TypeVar("T")
 
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 
@@ -126,3 +148,143 @@ class Faults:
     def record(self, fault: str, target: str, detail: str = "") -> None:
         """Note a cluster fault that fired (the controllers' fault functions call this)."""
         self._state.fired.append(Fired(fault, target, detail))
+
+    # -- faults of the cluster -----------------------------------------------------------------
+
+    def _act(self, fault: str, target: str, act: Callable[[Cluster], T]) -> T:
+        """Run one cluster fault under the lock, record it, and let the controllers settle."""
+        with self.sim.lock:
+            try:
+                result = act(self.sim.cluster)
+            except ApiError as error:
+                raise FaultError(f"{fault} {target}: {error.message}") from None
+            self._state.fired.append(
+                Fired(fault, target, result if isinstance(result, str) else "")
+            )
+            self.sim.runner.settle()
+            return result
+
+    def lose_node(self, node: str) -> str:
+        """The node stops reporting; its pods go when their unreachable toleration runs out."""
+        from simulators.kubernetes.controllers.kubelet import lose_node
+
+        return self._act("lose_node", node, lambda c: lose_node(c, node))
+
+    def evict_pod(self, namespace: str, pod: str, reason: str = "Evicted") -> str:
+        """Node-pressure eviction of the pod: Failed, ``status.reason`` Evicted, grace 0."""
+        from simulators.kubernetes.controllers.kubelet import evict_pod
+
+        return self._act(
+            "evict_pod", f"{namespace}/{pod}", lambda c: evict_pod(c, namespace, pod, reason)
+        )
+
+    def oom_kill(self, namespace: str, pod: str, container: str | None = None) -> str:
+        """The container (the first running one by default) is OOM-killed now."""
+        from simulators.kubernetes.controllers.kubelet import oom_kill
+
+        return self._act(
+            "oom_kill", f"{namespace}/{pod}", lambda c: oom_kill(c, namespace, pod, container)
+        )
+
+    def preempt_pod(self, namespace: str, pod: str) -> str:
+        """The scheduler preempts the pod (DisruptionTarget PreemptionByScheduler), deleting it."""
+        from simulators.kubernetes.controllers.kubelet import preempt_pod
+
+        return self._act(
+            "preempt_pod", f"{namespace}/{pod}", lambda c: preempt_pod(c, namespace, pod)
+        )
+
+    def image_pull_failure(
+        self,
+        image: str | None = None,
+        *,
+        namespace: str | None = None,
+        pod_labels: Mapping[str, str] | None = None,
+    ) -> str:
+        """Containers that match (every one by default) fail to pull their image from now on."""
+        from simulators.kubernetes.behaviour import Behaviour
+
+        def act(cluster: Cluster) -> str:
+            cluster.behaviours.add(
+                Behaviour(image_pull="ErrImagePull"),
+                image=image,
+                namespace=namespace,
+                pod_labels=pod_labels,
+            )
+            return f"image pulls fail for {image or 'every image'}"
+
+        return self._act("image_pull_failure", image or "*", act)
+
+    def unschedulable(self, node: str | None = None) -> str:
+        """Cordon the node (every node by default): nothing new is scheduled there."""
+        return self._cordon(node, True)
+
+    def schedulable(self, node: str | None = None) -> str:
+        """Undo :meth:`unschedulable`."""
+        return self._cordon(node, False)
+
+    def _cordon(self, node: str | None, cordoned: bool) -> str:
+        def act(cluster: Cluster) -> str:
+            names = [node] if node is not None else [k[1] for k in cluster.store.keys(NODES)]
+            for name in names:
+                if cluster.store.peek(NODES, "", name) is None:
+                    raise FaultError(f"no node {name!r}")
+
+                def change(obj: JSON) -> None:
+                    spec = obj.setdefault("spec", {})
+                    if cordoned:
+                        spec["unschedulable"] = True
+                    else:
+                        spec.pop("unschedulable", None)
+
+                cluster.store.mutate(NODES, "", name, change)
+            return f"{'cordoned' if cordoned else 'uncordoned'} {', '.join(names)}"
+
+        return self._act("unschedulable" if cordoned else "schedulable", node or "*", act)
+
+    def kueue_preempt(self, namespace: str, workload: str) -> JSON:
+        """Kueue preempts the admitted Workload: Evicted (Preempted), then requeued."""
+        from simulators.kubernetes.controllers.kueue import preempt
+
+        self._need_kueue()
+        return self._act(
+            "kueue_preempt", f"{namespace}/{workload}", lambda c: preempt(c, namespace, workload)
+        )
+
+    def deactivate(self, namespace: str, workload: str) -> JSON:
+        """An administrator sets the Workload's ``spec.active=false``: evicted, not requeued."""
+        from simulators.kubernetes.controllers.kueue import deactivate
+
+        self._need_kueue()
+        return self._act(
+            "deactivate", f"{namespace}/{workload}", lambda c: deactivate(c, namespace, workload)
+        )
+
+    def _need_kueue(self) -> None:
+        if not self.sim.config.kueue:
+            raise FaultError("Kueue is not installed in this simulator (KubeConfig(kueue=True))")
+
+    def admin_delete(
+        self, resource: ResourceType, namespace: str, name: str, propagation: str = "Background"
+    ) -> JSON:
+        """An administrator deletes the object (the owner's adapter is not asked)."""
+        if propagation not in ("Background", "Foreground", "Orphan"):
+            raise FaultError(
+                f"propagation is Background, Foreground or Orphan, not {propagation!r}"
+            )
+
+        def act(cluster: Cluster) -> JSON:
+            return cluster.store.delete(resource, namespace, name, propagation=propagation)  # type: ignore[arg-type]
+
+        return self._act("admin_delete", f"{resource.plural}/{namespace}/{name}", act)
+
+    def admin_suspend(self, namespace: str, trainjob: str) -> JSON:
+        """An administrator sets the TrainJob's ``spec.suspend=true``."""
+
+        def act(cluster: Cluster) -> JSON:
+            def change(obj: JSON) -> None:
+                obj.setdefault("spec", {})["suspend"] = True
+
+            return cluster.store.mutate(TRAINJOBS, namespace, trainjob, change, internal=False)
+
+        return self._act("admin_suspend", f"{namespace}/{trainjob}", act)
