@@ -67,6 +67,14 @@ class _HTTPServer(ThreadingHTTPServer):
     allow_reuse_address = True
     owner: Server
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer is no error of the server's; others print."""
+        import sys
+
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -121,15 +129,15 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(answer.body)
 
     def _stream(self, answer: Streamed) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", answer.content_type)
-        self.send_header("Cache-Control", "no-cache, private")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.wfile.flush()
         owner = self.server.owner
-        owner._streams_open(1)
+        owner._streams_open(1)  # before any byte: stop() waits for the stream to end cleanly
         try:
+            self.send_response(200)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Cache-Control", "no-cache, private")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
             while True:
                 batch = answer.stream.next_batch()
                 if batch is None:

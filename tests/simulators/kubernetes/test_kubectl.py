@@ -32,7 +32,7 @@ kind: TrainJob
 metadata:
   name: {name}
   labels:
-    team: a
+    team: {team}
 spec:
   runtimeRef:
     name: torch-distributed
@@ -71,7 +71,7 @@ def test_version_reports_the_server_minor(base: list[str], sim: KubeSim) -> None
 
 def test_trainjob_apply_get_patch_delete(base: list[str], tmp_path: Path, sim: KubeSim) -> None:
     manifest = tmp_path / "tj.yaml"
-    manifest.write_text(TRAINJOB_YAML.format(name="tja", nodes=2))
+    manifest.write_text(TRAINJOB_YAML.format(name="tja", nodes=2, team="a"))
     done = kubectl(base, "apply", "-f", str(manifest))
     assert (done.returncode, done.stdout.strip()) == (
         0,
@@ -83,12 +83,14 @@ def test_trainjob_apply_get_patch_delete(base: list[str], tmp_path: Path, sim: K
     header, *rows = done.stdout.splitlines()
     assert header.split() == ["NAME", "STATE", "AGE"]
     assert [r.split()[0] for r in rows] == ["tja"] and rows[0].split()[-1] == "5s"
-    manifest.write_text(TRAINJOB_YAML.format(name="tja", nodes=3))
+    manifest.write_text(
+        TRAINJOB_YAML.format(name="tja", nodes=2, team="b")
+    )  # spec.trainer: immutable
     done = kubectl(base, "apply", "-f", str(manifest))
     assert done.stdout.strip() == "trainjob.trainer.kubeflow.org/tja configured", done.stderr
     done = kubectl(base, "get", "tj", "tja", "-o", "json")
     obj = json.loads(done.stdout)
-    assert obj["spec"]["trainer"]["numNodes"] == 3
+    assert obj["metadata"]["labels"] == {"team": "b"}
     assert "kubectl.kubernetes.io/last-applied-configuration" in obj["metadata"]["annotations"]
     done = kubectl(
         base, "patch", "trainjob", "tja", "--type=merge", "-p", '{"spec":{"suspend":false}}'

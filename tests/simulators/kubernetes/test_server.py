@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +19,9 @@ from typing import Any
 import pytest
 
 from simulators.kubernetes import KubeConfig, KubeSim, cli
-from simulators.kubernetes.http.tables import human_duration
+from simulators.kubernetes.http.tables import human_duration, table
+from simulators.kubernetes.objects import parse_timestamp
+from simulators.kubernetes.resources import TRAINJOBS
 from simulators.kubernetes.server import Server
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -238,13 +241,30 @@ def test_human_duration_matches_kubectls_printer() -> None:
 
 
 def test_status_subresource_changes_status_only(client: Client) -> None:
-    _, made = client.json("POST", TJ, trainjob("tj1"))
-    changed = dict(made, status={"conditions": [{"type": "Complete", "status": "True"}]}, spec={})
-    code, done = client.json("PUT", f"{TJ}/tj1/status", changed)
-    assert code == 200 and done["status"]["conditions"][0]["type"] == "Complete"
-    assert done["spec"] == made["spec"]
-    _, table = client.json("GET", TJ, Accept=TABLE)
-    assert table["rows"][0]["cells"][1] == "Complete"
+    svc = {"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80}]}}
+    _, made = client.json("POST", "/api/v1/namespaces/default/services", svc)
+    lb = {"loadBalancer": {"ingress": [{"ip": "10.0.0.9"}]}}
+    changed = dict(made, status=lb, spec={"ports": [{"port": 81}]})
+    code, done = client.json("PUT", "/api/v1/namespaces/default/services/s/status", changed)
+    assert code == 200 and done["status"] == lb and done["spec"] == made["spec"]
+    code, done = client.json(
+        "PATCH",
+        "/api/v1/namespaces/default/services/s/status",
+        {"status": {"loadBalancer": {"ingress": None}}},
+        Content_Type="application/merge-patch+json",
+    )
+    assert code == 200 and done["status"] == {"loadBalancer": {}}
+    _, read = client.json("GET", "/api/v1/namespaces/default/services/s/status")
+    assert read["status"] == {"loadBalancer": {}}
+
+
+def test_trainjob_state_column_is_the_last_conditions_type() -> None:
+    tj = trainjob("tj1")
+    tj["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00Z"
+    tj["status"] = {"conditions": [{"type": "Suspended"}, {"type": "Complete"}]}
+    doc = table(TRAINJOBS, [tj], parse_timestamp("2026-01-01T00:00:05Z"))
+    assert [c["name"] for c in doc["columnDefinitions"]] == ["Name", "State", "Age"]
+    assert doc["rows"][0]["cells"] == ["tj1", "Complete", "5s"]
 
 
 def test_pod_log_container_rules(server: Server, client: Client) -> None:
@@ -464,3 +484,46 @@ def test_stop_ends_open_watches_promptly(sim: KubeSim) -> None:
     reader.join(timeout=5)
     assert not reader.is_alive() and ended == [b""]
     assert time.monotonic() - began < 3
+
+
+def test_cli_serve_writes_a_kubeconfig_and_answers_advance(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "simulators.kubernetes.cli",
+            "serve",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--seed",
+            "4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.startswith("serving http://127.0.0.1:"), line
+        url = line.split()[1]
+        assert f"server: {url}" in kubeconfig.read_text()
+        assert cli.main(["advance", "3", "--kubeconfig", str(kubeconfig)]) == 0
+        assert float(capsys.readouterr().out) == 3.0 + KubeSim(seed=4).clock.now()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_realtime_mode_moves_the_clock_with_the_wall(sim: KubeSim) -> None:
+    start = sim.clock.now()
+    with sim.serve(realtime=True) as server:
+        resp = Client(server).watch(f"{CM}?watch=true&timeoutSeconds=1")
+        assert resp.read() == b""  # ends once a virtual (here: wall) second has passed
+    assert sim.clock.now() - start >= 1.0
