@@ -106,7 +106,10 @@ class Request:
 
 
 class Admission(Protocol):
-    """A mutating or validating webhook: may change ``request.object`` or raise ApiError."""
+    """A mutating or validating webhook: may change ``request.object`` or raise ApiError.
+
+    ``request.old`` is the stored object itself: a plugin reads it and never changes it.
+    """
 
     def admit(self, request: Request) -> None: ...
 
@@ -364,15 +367,20 @@ class Store:
         *,
         subresource: str = "",
         internal: bool = False,
+        owned: bool = False,
     ) -> JSON:
-        """Replace the object (PUT); returns a copy as stored."""
+        """Replace the object (PUT); returns a copy as stored.
+
+        ``owned``: the caller hands ``obj`` over (it keeps no reference), so it is not copied.
+        """
         namespace = self._scope(resource, namespace)
         table = self.table(resource)
         key = (namespace, name)
         old = table.objects.get(key)
         if old is None:
             raise errors.not_found(resource.plural, resource.group, name)
-        obj = clone(obj)
+        if not owned:
+            obj = clone(obj)
         m = meta(obj)
         if m.get("name") not in (None, name):
             raise errors.bad_request(
@@ -386,7 +394,8 @@ class Store:
             )
         self._check_version(resource, old, m, subresource)
         new = self._merge_update(resource, old, obj, subresource)
-        self._admit(Request("UPDATE", resource, new, clone(old), subresource, internal))
+        # admission plugins read ``old`` and never change it: it is the stored object itself
+        self._admit(Request("UPDATE", resource, new, old, subresource, internal))
         return clone(self._write(table, key, old, new))
 
     def mutate(
@@ -403,7 +412,13 @@ class Store:
         current = self.get(resource, namespace, name)
         change(current)
         return self.update(
-            resource, namespace, name, current, subresource=subresource, internal=internal
+            resource,
+            namespace,
+            name,
+            current,
+            subresource=subresource,
+            internal=internal,
+            owned=True,
         )
 
     def delete(
