@@ -29,6 +29,7 @@ from simulators.kubernetes.controllers.kueue import (
     WorkloadController,
 )
 from simulators.kubernetes.controllers.kueue import bootstrap as kueue_bootstrap
+from simulators.kubernetes.controllers.namespace import NamespaceController
 from simulators.kubernetes.controllers.scheduler import PodValidation, Scheduler
 from simulators.kubernetes.controllers.trainer import TrainerController
 from simulators.kubernetes.objects import JSON
@@ -70,7 +71,7 @@ class KubeSim:
 
     def _controllers(self) -> list[Controller]:
         """The controllers, in the order they reconcile: Kueue (when installed), Trainer, JobSet,
-        Job, the scheduler, the kubelets, the taint manager, the garbage collector last.
+        Job, the scheduler, the kubelets, the taint manager, namespaces, the garbage collector last.
 
         Admission runs in the order of ``store.admission``: Kueue's mutating TrainJob webhook
         before the Trainer's (whose ``time`` stamp then covers Kueue's runtime patch), then the
@@ -103,6 +104,7 @@ class KubeSim:
             Scheduler(cluster),
             Kubelet(cluster),
             TaintEviction(cluster),
+            NamespaceController(cluster),
             GarbageCollector(cluster),
         ]
 

@@ -329,7 +329,7 @@ class Store:
                     "the namespace of the provided object does not match the namespace sent on "
                     "the request"
                 )
-            self._require_namespace(namespace)
+            self._require_namespace(namespace, creating=True)
             m["namespace"] = namespace
         else:
             m.pop("namespace", None)
@@ -341,8 +341,14 @@ class Store:
         _validate_name(resource, obj, name)
         obj["apiVersion"] = resource.api_version
         obj["kind"] = resource.kind
-        if "status" in resource.subresources and resource is not NAMESPACES:
+        if "status" in resource.subresources:
             obj.pop("status", None)
+        if resource is NAMESPACES:
+            # pkg/registry/core/namespace/strategy.go PrepareForCreate: the kubernetes finalizer
+            # and phase Active, whatever the client sent
+            obj["spec"] = {"finalizers": ["kubernetes"]}
+            obj["status"] = {"phase": "Active"}
+            meta(obj).setdefault("labels", {})["kubernetes.io/metadata.name"] = name
         for server_field in SERVER_FIELDS:
             m.pop(server_field, None)
         m.pop("managedFields", None)
@@ -457,7 +463,9 @@ class Store:
                 "Precondition failed: ResourceVersion in precondition: "
                 f"{resource_version}, ResourceVersion in object meta: {m.get('resourceVersion')}",
             )
-        self._admit(Request("DELETE", resource, clone(old), clone(old), internal=internal))
+        self._admit(Request("DELETE", resource, clone(old), old, internal=internal))
+        if resource is NAMESPACES and old.get("spec", {}).get("finalizers"):
+            return clone(self._terminate_namespace(table, key, old))
         if propagation is None:
             propagation = "Orphan" if resource.key in DEFAULT_ORPHAN else "Background"
         new = clone(old)
@@ -500,9 +508,39 @@ class Store:
             raise errors.not_found(resource.plural, resource.group, name)
         return obj
 
-    def _require_namespace(self, namespace: str) -> None:
-        if ("", namespace) not in self.table(NAMESPACES).objects:
+    def _require_namespace(self, namespace: str, creating: bool = False) -> None:
+        found = self.table(NAMESPACES).objects.get(("", namespace))
+        if found is None:
             raise errors.not_found("namespaces", "", namespace)
+        if creating and meta(found).get("deletionTimestamp"):
+            raise ApiError(
+                403,
+                "Forbidden",
+                f"unable to create new content in namespace {namespace} because it is being "
+                "terminated",
+                {"name": namespace, "kind": "namespaces"},
+            )
+
+    def _terminate_namespace(self, table: _Table, key: Key, old: JSON) -> JSON:
+        """A namespace with spec finalizers is marked Terminating; the namespace controller
+        deletes what it holds, then finalizes it (pkg/controller/namespace)."""
+        new = clone(old)
+        m = meta(new)
+        if "deletionTimestamp" not in m:
+            m["deletionTimestamp"] = timestamp(self.now())
+            m["deletionGracePeriodSeconds"] = 0
+        new.setdefault("status", {})["phase"] = "Terminating"
+        return self._write(table, key, old, new)
+
+    def finalize_namespace(self, name: str) -> None:
+        """Remove a terminating namespace once it holds nothing (its ``finalize`` step)."""
+        table = self.table(NAMESPACES)
+        old = table.objects.get(("", name))
+        if old is None or not meta(old).get("deletionTimestamp"):
+            return
+        if any(t.resource.namespaced and t.by_namespace.get(name) for t in self._tables.values()):
+            return
+        self._remove(table, ("", name), old)
 
     def _admit(self, request: Request) -> None:
         for plugin in self.admission:
@@ -583,9 +621,19 @@ class Store:
             m.get("deletionTimestamp")
             and not m.get("finalizers")
             and not self._grace_pending(table.resource, new)
+            and not (table.resource is NAMESPACES and new.get("spec", {}).get("finalizers"))
         ):
             return self._remove(table, key, old)
         return self._commit(table, key, new, old, "MODIFIED")
+
+    def namespaced_in(self, namespace: str) -> Dependents:
+        """Every stored object in ``namespace``, resource by resource."""
+        out: Dependents = []
+        for table in self._tables.values():
+            if table.resource.namespaced:
+                for key in sorted(table.by_namespace.get(namespace, ())):
+                    out.append((table.resource, table.objects[key]))
+        return out
 
     def _commit(
         self, table: _Table, key: Key, obj: JSON, old: JSON | None, kind: EventType

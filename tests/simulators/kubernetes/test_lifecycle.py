@@ -13,9 +13,18 @@ from typing import Any
 import pytest
 
 from simulators.kubernetes import KubeConfig, KubeSim
+from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.faults import FaultError
 from simulators.kubernetes.objects import JSON, condition, meta
-from simulators.kubernetes.resources import JOBS, JOBSETS, NODES, PODS, TRAINJOBS, WORKLOADS
+from simulators.kubernetes.resources import (
+    JOBS,
+    JOBSETS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    TRAINJOBS,
+    WORKLOADS,
+)
 
 QUEUE = {"kueue.x-k8s.io/queue-name": "user-queue"}
 
@@ -233,3 +242,22 @@ def test_same_seed_same_cluster() -> None:
     first, second, other = run(3), run(3), run(4)
     assert first == second
     assert [meta(o)["uid"] for o in first] != [meta(o)["uid"] for o in other]
+
+
+def test_deleting_a_namespace_deletes_what_it_holds_then_the_namespace() -> None:
+    # pkg/controller/namespace/deletion: Terminating, contents deleted, then finalized.
+    sim = KubeSim(KubeConfig(default_run_seconds=None))
+    sim.create(NAMESPACES, {"metadata": {"name": "team"}})
+    sim.create(TRAINJOBS, trainjob("tj", 1), "team")
+    sim.advance(5)
+    with sim.lock:
+        marked = sim.store.delete(NAMESPACES, "", "team")
+        assert marked["status"]["phase"] == "Terminating"
+        with pytest.raises(ApiError) as refused:
+            sim.store.create(TRAINJOBS, "team", trainjob("late", 1))
+        assert refused.value.code == 403
+        sim.runner.settle()
+    sim.advance(60)
+    with sim.lock:
+        assert sim.store.peek(NAMESPACES, "", "team") is None
+        assert sim.store.namespaced_in("team") == []
