@@ -1159,6 +1159,9 @@ class KueueScheduler(Controller):
         self._parked: dict[str, set[Key]] = {}
         """Workloads that did not fit, left alone until quota is released (inadmissible)."""
         self._released: set[str] = set()
+        self._lq_counts: dict[Key, list[int]] = {}
+        """(namespace, LocalQueue) -> [pending, reserving, admitted] Workloads."""
+        self._lq_counted: dict[Key, tuple[Key, tuple[int, int, int]]] = {}
 
     def needs(self, wl: JSON) -> list[tuple[str, int, dict[str, int]]]:
         """The Workload's requests per podSet (cached by uid and generation)."""
@@ -1190,6 +1193,8 @@ class KueueScheduler(Controller):
             self._released.update(k[1] for k in self.store.keys(CLUSTERQUEUES))
             return self.store.keys(CLUSTERQUEUES)
         if event.resource is LOCALQUEUES:
+            if not _spec_changed(event):
+                return []
             self._ready = False
             cq = str(event.object.get("spec", {}).get("clusterQueue", ""))
             return [("", cq)] if cq else []
@@ -1213,19 +1218,33 @@ class KueueScheduler(Controller):
         if before is not None:
             self._pending.get(before[0], set()).discard(key)
             self._reserved.get(before[1], {}).pop(key, None)
+        counted = self._lq_counted.pop(key, None)
+        if counted is not None:
+            counts = self._lq_counts[counted[0]]
+            for index, value in enumerate(counted[1]):
+                counts[index] -= value
         pending_in = reserved_in = ""
         if wl is not None:
             admission = wl.get("status", {}).get("admission") or {}
+            row = (0, 0, 0)
             if has_quota(wl) and admission.get("clusterQueue") and not is_finished(wl):
                 reserved_in = str(admission["clusterQueue"])
                 self._reserved.setdefault(reserved_in, {})[key] = (
                     _usage_of(admission),
                     is_admitted(wl),
                 )
+                row = (0, 1, 1 if is_admitted(wl) else 0)
             elif _schedulable(wl):
                 pending_in = cluster_queue_of(self.store, wl) or ""
                 if pending_in:
                     self._pending.setdefault(pending_in, set()).add(key)
+                row = (1, 0, 0)
+            if any(row):
+                lq = (namespace_of(wl), str(wl.get("spec", {}).get("queueName", "")))
+                counts = self._lq_counts.setdefault(lq, [0, 0, 0])
+                for index, value in enumerate(row):
+                    counts[index] += value
+                self._lq_counted[key] = (lq, row)
         where = (pending_in, reserved_in)
         if pending_in or reserved_in:
             self._where[key] = where
@@ -1236,6 +1255,8 @@ class KueueScheduler(Controller):
         self._reserved.clear()
         self._where.clear()
         self._parked.clear()
+        self._lq_counts.clear()
+        self._lq_counted.clear()
         self._ready = True
         self._released.update(k[1] for k in self.store.keys(CLUSTERQUEUES))
         for wl in self.store.select(WORKLOADS):
@@ -1335,6 +1356,7 @@ class KueueScheduler(Controller):
                     internal=True,
                 )
         self._write_status(cq, nominal, usage, still_pending + waiting, reserving, admitted, now)
+        self._write_local_queues(name, now)
         return None
 
     def _nominal(self, cq: JSON) -> list[tuple[str, dict[str, int]]]:
@@ -1457,6 +1479,26 @@ class KueueScheduler(Controller):
             self.store.update(
                 CLUSTERQUEUES, "", name_of(cq), wanted, subresource="status", internal=True
             )
+
+    def _write_local_queues(self, cq_name: str, now: float) -> None:
+        """LocalQueue status (localqueue_controller.go): counts and ``Active`` "Ready"."""
+        for lq in self.store.select(LOCALQUEUES):
+            if lq.get("spec", {}).get("clusterQueue") != cq_name:
+                continue
+            key = (namespace_of(lq), name_of(lq))
+            pending, reserving, admitted = self._lq_counts.get(key, [0, 0, 0])
+            wanted = clone(lq)
+            status = _status(wanted)
+            status["pendingWorkloads"] = pending
+            status["reservingWorkloads"] = reserving
+            status["admittedWorkloads"] = admitted
+            set_condition(
+                wanted, "Active", True, "Ready", "Can submit new workloads to localQueue", now
+            )
+            if wanted.get("status") != lq.get("status"):
+                self.store.update(
+                    LOCALQUEUES, key[0], key[1], wanted, subresource="status", internal=True
+                )
 
 
 CONTROLLERS: Final = (KueueJobController, WorkloadController, KueueScheduler)

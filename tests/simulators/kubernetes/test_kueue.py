@@ -19,6 +19,7 @@ from dispatch_core import VirtualClock
 from simulators.kubernetes.config import KubeConfig, NodeConfig, QueueConfig
 from simulators.kubernetes.controllers import kueue as kq
 from simulators.kubernetes.controllers.base import Cluster, Runner
+from simulators.kubernetes.controllers.gc import GarbageCollector
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.faults import FaultError
 from simulators.kubernetes.objects import JSON, condition, meta, name_of, namespace_of
@@ -117,7 +118,7 @@ def trainjob(
     }
 
 
-def make(cpu: int | None = 4, checks: tuple[str, ...] = ()) -> Env:
+def make(cpu: int | None = 4, checks: tuple[str, ...] = (), gc: bool = False) -> Env:
     clock = VirtualClock()
     rng = random.Random(0)
     store = Store(rng=rng, now=clock.now)
@@ -129,7 +130,8 @@ def make(cpu: int | None = 4, checks: tuple[str, ...] = ()) -> Env:
         store.create(resource, namespace_of(obj), obj, internal=True)
     store.admission[:] = [KueueTrainJobWebhook(), KueueWorkloadWebhook()]
     cluster = Cluster(store, clock, rng, KubeConfig(kueue=True, queue=queue))
-    runner = Runner(cluster, [controller(cluster) for controller in kq.CONTROLLERS])
+    controllers = [controller(cluster) for controller in kq.CONTROLLERS]
+    runner = Runner(cluster, [*controllers, GarbageCollector(cluster)] if gc else controllers)
     runner.settle()
     return Env(store, clock, cluster, runner)
 
@@ -694,3 +696,56 @@ def test_same_seed_same_objects() -> None:
         return [env.wl("a"), env.wl("b"), env.tj("a"), env.tj("b")]
 
     assert run() == run()
+
+
+def test_missing_local_queue_is_misconfigured() -> None:
+    """workload_controller.go getQueueBlocker: "LocalQueue <name> doesn't exist"."""
+    env = make()
+    env.store.create(TRAINJOBS, NS, trainjob("lost", "1", 1, queue="nowhere"))
+    env.settle()
+    assert cond(env.wl("lost"), "QuotaReserved") == (
+        "False",
+        "Misconfigured",
+        "LocalQueue nowhere doesn't exist",
+    )
+    assert env.tj("lost")["spec"]["suspend"] is True
+
+
+def test_queue_status_counts_pending_reserving_and_admitted() -> None:
+    """ClusterQueue/LocalQueue status counts and their Active conditions (v1beta2 types)."""
+    env = make(cpu=2, checks=(GATE,))
+    env.submit("a")
+    env.clock.advance(1)
+    env.submit("b")
+    cq = env.store.get(CLUSTERQUEUES, "", "cluster-queue")["status"]
+    lq = env.store.get(LOCALQUEUES, NS, "user-queue")["status"]
+    for status in (cq, lq):
+        counts = (status["pendingWorkloads"], status["reservingWorkloads"])
+        assert counts == (1, 1)
+        assert status["admittedWorkloads"] == 0
+    assert cond({"status": cq}, "Active") == ("True", "Ready", "Can admit new workloads")
+    assert cond({"status": lq}, "Active") == (
+        "True",
+        "Ready",
+        "Can submit new workloads to localQueue",
+    )
+    env.set_check("a", "Ready")
+    lq = env.store.get(LOCALQUEUES, NS, "user-queue")["status"]
+    assert lq["admittedWorkloads"] == 1
+    (flavor,) = env.store.get(CLUSTERQUEUES, "", "cluster-queue")["status"]["flavorsReservation"]
+    assert flavor["resources"][0] == {"name": "cpu", "total": "2", "borrowed": "0"}
+
+
+def test_deleting_a_trainjob_removes_its_workload_and_frees_quota() -> None:
+    """The Workload's controller owner reference [K4]: garbage-collected with the TrainJob."""
+    env = make(cpu=2, gc=True)
+    env.submit("first", nodes=2)
+    env.clock.advance(1)
+    env.submit("second", nodes=2)
+    assert cond(env.wl("second"), "QuotaReserved")[1] == "WaitingForQuota"
+    env.store.delete(TRAINJOBS, NS, "first")
+    env.settle()
+    assert [meta(w)["name"] for w in env.store.select(WORKLOADS)] == [
+        meta(env.wl("second"))["name"]
+    ]
+    assert cond(env.wl("second"), "QuotaReserved")[0] == "True"
