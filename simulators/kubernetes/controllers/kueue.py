@@ -704,8 +704,8 @@ class KueueJobController(Controller):
             "labels": {JOB_UID_LABEL: uid_of(trainjob)},
             "ownerReferences": [owner_reference(trainjob, controller=True, block=True)],
         }
-        gate = annotations_of(trainjob).get(GATE_ANNOTATION)
-        if gate is not None:
+        gate = gate_of(trainjob)
+        if gate:
             m["annotations"] = {GATE_ANNOTATION: gate}
         wl: JSON = {
             "apiVersion": WORKLOADS.api_version,
@@ -721,23 +721,23 @@ class KueueJobController(Controller):
         self.store.create(WORKLOADS, namespace_of(trainjob), wl, internal=True)
 
     def _propagate_gate(self, trainjob: JSON, wl: JSON) -> bool:
-        """reconciler.go PropagateAdmissionGatedByAnnotation: the Workload follows the job."""
-        wanted = annotations_of(trainjob).get(GATE_ANNOTATION)
-        have = annotations_of(wl).get(GATE_ANNOTATION)
-        if wanted == have:
+        """reconciler.go PropagateAdmissionGatedByAnnotation: the Workload follows the job.
+
+        An empty value counts as none: the Workload's annotation is then removed.
+        """
+        wanted = gate_of(trainjob)
+        if wanted == gate_of(wl):
             return False
 
         def change(obj: JSON) -> None:
             annotations = meta(obj).setdefault("annotations", {})
-            if wanted is None or wanted == "":
+            if wanted:
+                annotations[GATE_ANNOTATION] = wanted
+            else:
                 annotations.pop(GATE_ANNOTATION, None)
                 if not annotations:
                     del meta(obj)["annotations"]
-            else:
-                annotations[GATE_ANNOTATION] = wanted
 
-        if (wanted or "") == (have or ""):
-            return False
         self.store.mutate(WORKLOADS, namespace_of(wl), name_of(wl), change, internal=True)
         return True
 

@@ -64,12 +64,14 @@ def _render(value: Any) -> str:
 
 
 def _gates(value: str) -> list[str]:
-    """pkg/util/csv.Parse: comma-separated, each entry trimmed."""
+    """pkg/util/csv.Parse: comma-separated, each entry trimmed; blank is none."""
+    if value.strip() == "":
+        return []
     return [g.strip() for g in value.split(",")]
 
 
 def _domain_prefixed_path(gate: str) -> list[str]:
-    """k8s.io/apimachinery validation.IsDomainPrefixedPath, as field errors on the gate path."""
+    """k8s.io/apimachinery pkg/util/validation IsDomainPrefixedPath, as field errors."""
     out: list[str] = []
     if not gate:
         return [f"{GATE_PATH}: Required value"]
@@ -79,7 +81,11 @@ def _domain_prefixed_path(gate: str) -> list[str]:
             f"{GATE_PATH}: Invalid value: {_render(gate)}: must be a domain-prefixed path "
             '(such as "acme.io/foo")'
         ]
-    if len(host) > 253 or not _DNS_SUBDOMAIN.fullmatch(host):
+    if len(host) > 253:
+        out.append(
+            f"{GATE_PATH}: Invalid value: {_render(host)}: must be no more than 253 characters"
+        )
+    if not _DNS_SUBDOMAIN.fullmatch(host):
         out.append(
             f"{GATE_PATH}: Invalid value: {_render(host)}: a lowercase RFC 1123 subdomain must "
             "consist of lower case alphanumeric characters, '-' or '.', and must start and end "
@@ -88,8 +94,8 @@ def _domain_prefixed_path(gate: str) -> list[str]:
         )
     if not _PATH_SEGMENT.fullmatch(path):
         out.append(
-            f"{GATE_PATH}: Invalid value: {_render(path)}: Invalid path: must not contain "
-            "characters other than alphanumerics and the path characters"
+            f"{GATE_PATH}: Invalid value: {_render(path)}: Invalid path (regex used for "
+            f"validation is '{_PATH_SEGMENT.pattern}')"
         )
     return out
 

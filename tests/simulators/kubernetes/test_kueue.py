@@ -749,3 +749,22 @@ def test_deleting_a_trainjob_removes_its_workload_and_frees_quota() -> None:
         meta(env.wl("second"))["name"]
     ]
     assert cond(env.wl("second"), "QuotaReserved")[0] == "True"
+
+
+def test_admission_gated_by_format_is_validated_at_creation() -> None:
+    """validateAdmissionGatedByAnnotationFormat [K9]: domain-prefixed, no duplicates."""
+    env = make()
+    with pytest.raises(ApiError) as refused:
+        env.submit("dup", gate="a.io/x,a.io/x")
+    assert refused.value.code == 403
+    assert refused.value.message == (
+        'admission webhook "vtrainjob.kb.io" denied the request: '
+        "metadata.annotations[kueue.x-k8s.io/admission-gated-by]: Invalid value: "
+        '"a.io/x,a.io/x": duplicate gate name: a.io/x'
+    )
+    with pytest.raises(ApiError) as bare:
+        env.submit("bare", gate="nopath")
+    assert bare.value.message.endswith(
+        'Invalid value: "nopath": must be a domain-prefixed path (such as "acme.io/foo")'
+    )
+    assert env.store.peek(TRAINJOBS, NS, "dup") is None
