@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from simulators.kubernetes.config import NodeConfig, QueueConfig
 from simulators.kubernetes.controllers.base import Cluster, Controller
+from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.objects import (
     JSON,
     annotations_of,
@@ -590,6 +591,24 @@ def bootstrap(config: QueueConfig, nodes: Iterable[NodeConfig]) -> list[tuple[Re
 # -- the job reconciler (jobframework + TrainJob integration) -----------------------------------
 
 
+RETRY_SECONDS: Final = 1.0
+"""Virtual seconds before a reconcile whose write was refused runs again (controller-runtime
+requeues a failed reconcile with back-off; a refusal here is a webhook's, never a conflict)."""
+
+
+class _Retrying(Controller):
+    """A controller whose ``step`` may be refused by a webhook: it is then retried later."""
+
+    def step(self, namespace: str, name: str) -> float | None:
+        raise NotImplementedError
+
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        try:
+            return self.step(namespace, name)
+        except ApiError:
+            return self.cluster.now() + RETRY_SECONDS
+
+
 def _default_render(store: Store, trainjob: JSON) -> JSON | None:
     from simulators.kubernetes.controllers import trainer
 
@@ -597,7 +616,7 @@ def _default_render(store: Store, trainjob: JSON) -> JSON | None:
     return render(store, trainjob)
 
 
-class KueueJobController(Controller):
+class KueueJobController(_Retrying):
     """jobframework's JobReconciler for TrainJobs [K4, K2]: one reconcile, one step.
 
     - no Workload: create it (``trainjob-<name>-<hash>``, label ``job-uid``, controller owner
@@ -634,7 +653,7 @@ class KueueJobController(Controller):
             return False
         return bool(queue_name(trainjob)) or self.manage_jobs_without_queue_name
 
-    def reconcile(self, namespace: str, name: str) -> float | None:
+    def step(self, namespace: str, name: str) -> float | None:
         trainjob = self.store.peek(TRAINJOBS, namespace, name)
         if trainjob is None or meta(trainjob).get("deletionTimestamp"):
             return None
@@ -883,7 +902,7 @@ def cq_checks(cq: JSON) -> list[str]:
     return sorted({str(r.get("name")) for r in rules if isinstance(r, dict) and r.get("name")})
 
 
-class WorkloadController(Controller):
+class WorkloadController(_Retrying):
     """pkg/controller/core/workload_controller.go [K10], one step per reconcile.
 
     - ``spec.active=false``: evicted ``Deactivated`` (``DeactivatedDueTo<cause>`` after a
@@ -912,7 +931,7 @@ class WorkloadController(Controller):
             return self.store.keys(WORKLOADS, namespace_of(event.object))
         return self.store.keys(WORKLOADS)
 
-    def reconcile(self, namespace: str, name: str) -> float | None:
+    def step(self, namespace: str, name: str) -> float | None:
         wl = self.store.peek(WORKLOADS, namespace, name)
         if wl is None or meta(wl).get("deletionTimestamp") or is_finished(wl):
             return None
@@ -1129,7 +1148,7 @@ def _schedulable(wl: JSON) -> bool:
     return requeued is None or requeued.get("status") == "True"
 
 
-class KueueScheduler(Controller):
+class KueueScheduler(_Retrying):
     """The scheduler's quota reservation, per ClusterQueue (primary CLUSTERQUEUES).
 
     Usage is the ``resourceUsage`` of every Workload holding ``QuotaReserved=True`` and not
@@ -1262,7 +1281,7 @@ class KueueScheduler(Controller):
         for wl in self.store.select(WORKLOADS):
             self._index((namespace_of(wl), name_of(wl)), wl)
 
-    def reconcile(self, namespace: str, name: str) -> float | None:
+    def step(self, namespace: str, name: str) -> float | None:
         del namespace
         cq = self.store.peek(CLUSTERQUEUES, "", name)
         if cq is None:
