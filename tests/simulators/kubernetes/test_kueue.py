@@ -768,3 +768,48 @@ def test_admission_gated_by_format_is_validated_at_creation() -> None:
         'Invalid value: "nopath": must be a domain-prefixed path (such as "acme.io/foo")'
     )
     assert env.store.peek(TRAINJOBS, NS, "dup") is None
+
+
+def complete(env: Env, name: str) -> None:
+    env.tj_status(
+        name,
+        conditions=[
+            {
+                "type": "Complete",
+                "status": "True",
+                "reason": "AllJobsCompleted",
+                "message": "jobset completed successfully",
+                "lastTransitionTime": "2026-01-01T00:00:09Z",
+            }
+        ],
+    )
+
+
+def test_pending_workloads_are_admitted_in_creation_then_name_order() -> None:
+    """The simulator's queue order: creation time, then namespace and name (BestEffortFIFO).
+
+    A Finished Workload keeps ``QuotaReserved=True`` (finish.go sets only ``Finished``) but no
+    longer counts against the quota.
+    """
+    env = make(cpu=2)
+    env.submit("blocker", nodes=2)
+    env.clock.advance(1)
+    env.submit("c", nodes=2)
+    env.clock.advance(1)
+    env.submit("b", nodes=2)
+    env.submit("a", nodes=2)
+
+    def reserved() -> list[str]:
+        return sorted(
+            n
+            for n in ("blocker", "a", "b", "c")
+            if kq.has_quota(env.wl(n)) and not kq.is_finished(env.wl(n))
+        )
+
+    assert reserved() == ["blocker"]
+    complete(env, "blocker")
+    assert reserved() == ["c"]
+    complete(env, "c")
+    assert reserved() == ["a"]
+    complete(env, "a")
+    assert reserved() == ["b"]
