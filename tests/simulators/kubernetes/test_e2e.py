@@ -327,3 +327,171 @@ def test_the_official_client_watches_a_trainjob_to_complete_and_deleted() -> Non
     assert seen[0] == ("ADDED", "-")
     assert ("MODIFIED", "Complete") in seen
     assert seen[-1][0] == "DELETED"
+
+
+@pytest.mark.parametrize("kueue", [False, True], ids=["plain", "kueue"])
+def test_the_trainjob_lifecycle_through_the_official_client(kueue: bool) -> None:
+    """create, run, suspend, resume, restart, complete, fail, delete, through CustomObjectsApi and
+    CoreV1Api only (time moves through the control endpoint, as ``dispatch-kube-sim advance``)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from kubernetes import client, config
+
+    sim = KubeSim(KubeConfig(kueue=kueue), seed=4)
+    with sim.serve() as server:
+        api = config.new_client_from_config(config_file=server.kubeconfig)
+        objects, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+        g, v, ns = "trainer.kubeflow.org", "v1alpha1", "default"
+        port = urlsplit(server.url).port
+
+        def advance(seconds: float) -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.request("POST", "/sim/v1/advance", json.dumps({"seconds": seconds}))
+            assert connection.getresponse().status == 200
+            connection.close()
+
+        def body(name: str, **fields: Any) -> dict[str, Any]:
+            labels = {"kueue.x-k8s.io/queue-name": "user-queue"} if kueue else {}
+            return json.loads(
+                json.dumps(
+                    {
+                        "apiVersion": f"{g}/{v}",
+                        "kind": "TrainJob",
+                        "metadata": {"name": name, "labels": labels},
+                        "spec": {
+                            "runtimeRef": {
+                                "name": fields.get("runtime", "torch-distributed"),
+                                "kind": fields.get("kind", "ClusterTrainingRuntime"),
+                            },
+                            "trainer": {
+                                "numNodes": fields.get("nodes", 2),
+                                "env": [
+                                    {
+                                        "name": "KUBE_SIM_RUN_SECONDS",
+                                        "value": str(fields.get("seconds", 120)),
+                                    },
+                                    {
+                                        "name": "KUBE_SIM_EXIT_CODES",
+                                        "value": fields.get("exit_codes", "0"),
+                                    },
+                                ],
+                            },
+                        },
+                    }
+                )
+            )
+
+        def phases(name: str) -> list[str]:
+            listed = core.list_namespaced_pod(
+                ns, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+            )
+            return sorted(str(p.status.phase) for p in listed.items)
+
+        def conditions(name: str) -> dict[str, tuple[str, str]]:
+            obj = objects.get_namespaced_custom_object(g, v, ns, "trainjobs", name)
+            return {
+                c["type"]: (c["status"], c["reason"])
+                for c in obj.get("status", {}).get("conditions", [])
+            }
+
+        def hold(name: str, held: bool) -> None:
+            if kueue:
+                (wl,) = objects.list_namespaced_custom_object(
+                    "kueue.x-k8s.io", "v1beta2", ns, "workloads"
+                )["items"]
+                objects.patch_namespaced_custom_object(
+                    "kueue.x-k8s.io",
+                    "v1beta2",
+                    ns,
+                    "workloads",
+                    wl["metadata"]["name"],
+                    {"spec": {"active": not held}},
+                )
+            else:
+                objects.patch_namespaced_custom_object(
+                    g, v, ns, "trainjobs", name, {"spec": {"suspend": held}}
+                )
+
+        objects.create_namespaced_custom_object(g, v, ns, "trainjobs", body("tj"))
+        advance(5)
+        assert phases("tj") == ["Running", "Running"]
+        hold("tj", True)
+        advance(40)
+        assert phases("tj") == [] and conditions("tj")["Suspended"] == ("True", "Suspended")
+        hold("tj", False)
+        advance(5)
+        assert phases("tj") == ["Running", "Running"]
+        advance(200)
+        assert conditions("tj")["Complete"] == ("True", "AllJobsCompleted")
+        objects.delete_namespaced_custom_object(g, v, ns, "trainjobs", "tj")
+        advance(60)
+        assert phases("tj") == []
+        assert (
+            objects.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", ns, "jobsets")[
+                "items"
+            ]
+            == []
+        )
+
+        objects.create_namespaced_custom_object(
+            g, v, ns, "trainingruntimes", json.loads(json.dumps(_yaml_runtime()))
+        )
+        objects.create_namespaced_custom_object(
+            g,
+            v,
+            ns,
+            "trainjobs",
+            body(
+                "again",
+                runtime="restarting",
+                kind="TrainingRuntime",
+                nodes=1,
+                seconds=3,
+                exit_codes="2",
+            ),
+        )
+        advance(70)
+        jobset = objects.get_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", ns, "jobsets", "again"
+        )
+        assert jobset["status"]["restarts"] == 1
+        assert conditions("again")["Failed"] == ("True", "ReachedMaxRestarts")
+
+
+def _yaml_runtime() -> dict[str, Any]:
+    """RESTARTING_RUNTIME as an object (the official client sends dicts)."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "restarting"},
+        "spec": {
+            "mlPolicy": {"numNodes": 1},
+            "template": {
+                "spec": {
+                    "failurePolicy": {"maxRestarts": 1},
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {
+                                    "backoffLimit": 0,
+                                    "template": {
+                                        "spec": {
+                                            "restartPolicy": "Never",
+                                            "containers": [{"name": "node", "image": "busybox"}],
+                                        }
+                                    },
+                                },
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    }
