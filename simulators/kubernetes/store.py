@@ -65,7 +65,48 @@ SERVER_FIELDS: Final = (
     "deletionGracePeriodSeconds",
 )
 FIELD_SELECTABLE: Final = frozenset({"metadata.name", "metadata.namespace"})
-POD_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {"spec.nodeName", "status.phase"}
+POD_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {
+    "spec.nodeName",
+    "spec.restartPolicy",
+    "spec.schedulerName",
+    "spec.serviceAccountName",
+    "spec.hostNetwork",
+    "status.phase",
+    "status.podIP",
+    "status.nominatedNodeName",
+}
+"""pkg/registry/core/pod/strategy.go ``ToSelectableFields`` (v1.32)."""
+EVENT_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+}
+"""pkg/registry/core/event/strategy.go ``ToSelectableFields`` (what ``kubectl describe`` sends)."""
+NODE_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {"spec.unschedulable"}
+"""pkg/registry/core/node/strategy.go ``NodeToSelectableFields``."""
+NAMESPACE_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {"status.phase", "name"}
+"""pkg/registry/core/namespace/strategy.go ``NamespaceToSelectableFields`` (``name`` is legacy)."""
+JOB_FIELD_SELECTABLE: Final = FIELD_SELECTABLE | {"status.successful"}
+"""pkg/registry/batch/job/strategy.go ``JobToSelectableFields``."""
+FIELD_SOURCES: Final[dict[str, tuple[str, str]]] = {
+    "spec.hostNetwork": ("spec.hostNetwork", "false"),
+    "spec.unschedulable": ("spec.unschedulable", "false"),
+    "status.successful": ("status.succeeded", "0"),
+    "source": ("source.component", ""),
+    "name": ("metadata.name", ""),
+}
+"""Selectable fields whose value is read elsewhere, or has a default when absent:
+field -> (dotted path in the object, the text of an absent value), as the strategies build them
+(``strconv.FormatBool``, ``strconv.Itoa(int(job.Status.Succeeded))``, ``event.Source.Component``).
+"""
 DEFAULT_ORPHAN: Final = frozenset({("batch", "jobs")})
 """batch/v1 Jobs orphan their pods when a client names no propagation policy.
 
@@ -786,9 +827,18 @@ def _validate_name(resource: ResourceType, obj: JSON, name: str) -> None:
     del obj
 
 
+_FIELD_SELECTABLE_BY_KIND: Final[dict[tuple[str, str], frozenset[str]]] = {
+    ("", "Pod"): POD_FIELD_SELECTABLE,
+    ("", "Event"): EVENT_FIELD_SELECTABLE,
+    ("", "Node"): NODE_FIELD_SELECTABLE,
+    ("", "Namespace"): NAMESPACE_FIELD_SELECTABLE,
+    ("batch", "Job"): JOB_FIELD_SELECTABLE,
+}
+
+
 def field_selectable(resource: ResourceType) -> frozenset[str]:
-    """The fields a field selector may name for ``resource``."""
-    return POD_FIELD_SELECTABLE if resource is PODS else FIELD_SELECTABLE
+    """The fields a field selector may name for ``resource`` (metadata's only for CRDs)."""
+    return _FIELD_SELECTABLE_BY_KIND.get((resource.group, resource.kind), FIELD_SELECTABLE)
 
 
 def decode_body(body: bytes) -> Any:

@@ -18,13 +18,14 @@ from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.http import discovery, openapi, tables
+from simulators.kubernetes.http import fields as served_fields
 from simulators.kubernetes.http.control import CONTROL
 from simulators.kubernetes.http.routing import ResourceRoute, resource_route, served
 from simulators.kubernetes.http.watch import WatchStream
 from simulators.kubernetes.objects import JSON, meta
 from simulators.kubernetes.resources import PODS, ResourceType
 from simulators.kubernetes.selectors import FieldSelector, LabelSelector, SelectorError
-from simulators.kubernetes.store import Propagation, decode_body, field_selectable
+from simulators.kubernetes.store import Propagation, decode_body
 
 if TYPE_CHECKING:
     from simulators.kubernetes.sim import KubeSim
@@ -356,7 +357,7 @@ class Api:
             text = req.query.get("labelSelector", "")
             labels = LabelSelector.parse(text) if text else None
             text = req.query.get("fieldSelector", "")
-            fields = FieldSelector.parse(text, field_selectable(r)) if text else None
+            fields = served_fields.parse(text, r) if text else None
         except SelectorError as exc:
             raise errors.bad_request(str(exc)) from None
         return labels, fields

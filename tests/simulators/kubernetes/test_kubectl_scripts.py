@@ -1,0 +1,112 @@
+"""What a kubectl user's script runs around a TrainJob, against ``sim.serve()`` in process:
+one behaviour a test, each one that did not work before its fix.
+
+One server (seed 3, Kueue installed) and one fresh ``--cache-dir`` for the module; the virtual
+clock moves only through ``sim.advance``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from simulators.kubernetes import KubeConfig, KubeSim
+from simulators.kubernetes.server import Server
+
+KUBECTL = Path("/usr/bin/kubectl")
+pytestmark = pytest.mark.skipif(
+    not KUBECTL.exists(), reason="/usr/bin/kubectl is not installed on this host"
+)
+
+TRAINJOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 1
+    image: busybox
+    command: ["train"]
+    env:
+    - name: KUBE_SIM_RUN_SECONDS
+      value: "{seconds}"
+    - name: KUBE_SIM_LOG
+      value: "0:hello from {name}"
+"""
+
+
+@pytest.fixture(scope="module")
+def sim() -> KubeSim:
+    return KubeSim(KubeConfig(kueue=True), seed=3)
+
+
+@pytest.fixture(scope="module")
+def server(sim: KubeSim) -> Iterator[Server]:
+    with sim.serve() as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def base(server: Server, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    cache = tmp_path_factory.mktemp("kubectl-cache")
+    return [str(KUBECTL), "--kubeconfig", server.kubeconfig, "--cache-dir", str(cache)]
+
+
+def kubectl(
+    base: list[str], *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*base, *args], capture_output=True, text=True, timeout=60, input=stdin)
+
+
+def ok(base: list[str], *args: str, stdin: str | None = None) -> str:
+    done = kubectl(base, *args, stdin=stdin)
+    assert done.returncode == 0, (args, done.stdout, done.stderr)
+    return done.stdout
+
+
+def test_event_field_selectors_of_describe_are_served(base: list[str]) -> None:
+    """describe lists events by involvedObject.*; scripts select by reason and type too."""
+    selector = "involvedObject.kind=Pod,involvedObject.name=x,involvedObject.uid=u,reason=Started"
+    done = kubectl(base, "get", "events", "-A", "--field-selector", selector)
+    assert (done.returncode, done.stderr.strip()) == (0, "No resources found")
+    done = kubectl(base, "get", "events", "--field-selector", "involvedObject.color=red")
+    assert done.returncode == 1
+    assert "field label not supported: involvedObject.color" in done.stderr
+
+
+def test_node_and_job_field_selectors_read_as_the_strategies_build_them(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    """A node without spec.unschedulable is unschedulable=false; a Job's status.successful."""
+    nodes = ok(base, "get", "nodes", "--field-selector", "spec.unschedulable=false", "-o", "name")
+    assert nodes.split() == [f"node/node-{i}" for i in range(len(nodes.split()))]
+    assert len(nodes.split()) >= 1
+    none = kubectl(base, "get", "nodes", "--field-selector", "spec.unschedulable=true")
+    assert none.stderr.strip() == "No resources found"
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(TRAINJOB.format(name="fsel", namespace="default", seconds=10))
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(2)
+    running = ok(base, "get", "jobs", "--field-selector", "status.successful=0", "-o", "name")
+    assert running.split() == ["job.batch/fsel-node-0"]
+    sim.advance(30)
+    done = ok(base, "get", "jobs", "--field-selector", "status.successful=1", "-o", "name")
+    assert done.split() == ["job.batch/fsel-node-0"]
+    pods = ok(
+        base,
+        "get",
+        "pods",
+        "--field-selector",
+        "spec.schedulerName=default-scheduler",
+        "-o",
+        "name",
+    )
+    assert len(pods.split()) == 1
+    ok(base, "delete", "-f", str(manifest))
