@@ -23,13 +23,13 @@ finalizer, AdmissionCheck ``Active`` gating the ClusterQueue, queue ``stopPolicy
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any, Final
 
+from simulators.kubernetes import quantity
 from simulators.kubernetes.config import NodeConfig, QueueConfig
 from simulators.kubernetes.controllers.base import Cluster, Controller
 from simulators.kubernetes.errors import ApiError
@@ -49,6 +49,7 @@ from simulators.kubernetes.objects import (
     timestamp,
     uid_of,
 )
+from simulators.kubernetes.quantity import format_amount, resource_value, round_up
 from simulators.kubernetes.resources import (
     ADMISSIONCHECKS,
     CLUSTERQUEUES,
@@ -394,94 +395,18 @@ def _checks_message(checks: list[JSON], state: str) -> str:
 
 # -- quantities --------------------------------------------------------------------------------
 
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE]|)$")
-_SUFFIX: Final[dict[str, Fraction]] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
-
-
-def parse_quantity(text: Any) -> Fraction:
-    """A Kubernetes quantity (``500m``, ``2``, ``1Gi``, ``1e3``) as an exact fraction."""
-    raw = str(text).strip()
-    match = _QUANTITY.match(raw)
-    if match is None:
-        raise ValueError(f"quantities must match the regular expression: {raw!r}")
-    number, suffix = match.groups()
-    value = Fraction(number)
-    if suffix[:1] in ("e", "E"):
-        return value * Fraction(10) ** int(suffix[1:])
-    return value * _SUFFIX[suffix]
-
-
-def amount(resource: str, quantity: Any) -> int:
-    """Kueue's int64 amount: milli-units for cpu, whole units (rounded up) otherwise."""
-    return _amount(resource, str(quantity))
-
-
-@functools.lru_cache(maxsize=4096)
-def _amount(resource: str, quantity: str) -> int:
-    value = parse_quantity(quantity)
-    if resource == "cpu":
-        value *= 1000
-    return -((-value.numerator) // value.denominator)
-
-
-def format_amount(resource: str, value: int) -> str:
-    """pkg/resources/resource_formatter.go: cpu as milli DecimalSI, memory as canonical BinarySI."""
-    if resource == "cpu":
-        return str(value // 1000) if value % 1000 == 0 else f"{value}m"
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        for suffix, power in (
-            ("Ei", 60),
-            ("Pi", 50),
-            ("Ti", 40),
-            ("Gi", 30),
-            ("Mi", 20),
-            ("Ki", 10),
-        ):
-            if value and value % (1 << power) == 0:
-                return f"{value >> power}{suffix}"
-    return str(value)
-
 
 def pod_requests(template: JSON) -> dict[str, int]:
-    """A pod's requests: the containers' sum, at least each init container's, limits standing in.
+    """A pod template's requests as Kueue's amounts (pkg/workload/resources.go, limits standing in
+    for requests; :func:`simulators.kubernetes.quantity.pod_requests`)."""
+    return {k: amount(k, v) for k, v in quantity.pod_requests(template).items()}
 
-    pkg/workload/resources.go: requests default to limits when only limits are set.
-    """
 
-    def of(container: JSON) -> dict[str, int]:
-        resources = container.get("resources") or {}
-        merged = dict(resources.get("limits") or {})
-        merged.update(resources.get("requests") or {})
-        return {str(k): amount(str(k), v) for k, v in merged.items()}
-
-    spec = template.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        for k, v in of(container).items():
-            total[k] = total.get(k, 0) + v
-    for container in spec.get("initContainers") or []:
-        for k, v in of(container).items():
-            total[k] = max(total.get(k, 0), v)
-    for k, v in (spec.get("overhead") or {}).items():
-        total[str(k)] = total.get(str(k), 0) + amount(str(k), v)
-    return total
+def amount(resource: str, value: Any) -> int:
+    """Kueue's int64 amount of a quantity or an exact number: milli-units for cpu, else units."""
+    if isinstance(value, Fraction):
+        return round_up(value * 1000 if resource == "cpu" else value)
+    return resource_value(resource, value)
 
 
 def pod_sets(jobset: JSON) -> list[JSON]:

@@ -31,78 +31,22 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any, ClassVar, Final
 
 from simulators.kubernetes import errors
 from simulators.kubernetes.controllers.base import Controller
 from simulators.kubernetes.errors import ApiError, Cause
 from simulators.kubernetes.objects import JSON, meta, set_condition
+from simulators.kubernetes.quantity import QuantityError, pod_requests, quantity
 from simulators.kubernetes.resources import NODES, PODS, ResourceType
 from simulators.kubernetes.store import Event, Key, Request
 
-QUANTITY: Final = re.compile(
-    r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?"
-)
-_SUFFIX: Final = {
-    "": Decimal(1),
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-    "Ki": Decimal(1024),
-    "Mi": Decimal(1024**2),
-    "Gi": Decimal(1024**3),
-    "Ti": Decimal(1024**4),
-    "Pi": Decimal(1024**5),
-    "Ei": Decimal(1024**6),
-}
-QUANTITY_MESSAGE: Final = (
-    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-)
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
 GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
-
-
-def parse_quantity(value: Any) -> Decimal:
-    """A Kubernetes quantity ("500m", "2", "4Gi", "1G", 3) as a number; ValueError otherwise."""
-    if isinstance(value, bool):
-        raise ValueError(QUANTITY_MESSAGE)
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    if not isinstance(value, str):
-        raise ValueError(QUANTITY_MESSAGE)
-    found = QUANTITY.fullmatch(value)
-    if found is None:
-        raise ValueError(QUANTITY_MESSAGE)
-    number, suffix = found.group(1), found.group(2) or ""
-    try:
-        if suffix[:1] in ("e", "E"):
-            return Decimal(number) * (Decimal(10) ** int(suffix[1:]))
-        return Decimal(number) * _SUFFIX[suffix]
-    except (InvalidOperation, KeyError):
-        raise ValueError(QUANTITY_MESSAGE) from None
-
-
-def pod_requests(pod: JSON) -> dict[str, Decimal]:
-    """The sum of the containers' ``resources.requests`` (bad quantities count as 0)."""
-    total: dict[str, Decimal] = {}
-    for container in pod.get("spec", {}).get("containers") or []:
-        requests = (container.get("resources") or {}).get("requests") or {}
-        for name, value in requests.items():
-            try:
-                total[name] = total.get(name, Decimal(0)) + parse_quantity(value)
-            except ValueError:
-                continue
-    return total
 
 
 def node_ready(node: JSON) -> str:
@@ -159,9 +103,9 @@ class Scheduler(Controller):
         super().__init__(cluster)
         self._pending: set[Key] = set()
         """Pods seen without a node (keys), to retry when capacity frees."""
-        self._placed: dict[Key, tuple[str, dict[str, Decimal]]] = {}
+        self._placed: dict[Key, tuple[str, dict[str, Fraction]]] = {}
         """Pods bound and not ended: their node and requests (kept from events, never scanned)."""
-        self._used: dict[str, dict[str, Decimal]] = {}
+        self._used: dict[str, dict[str, Fraction]] = {}
         for pod in self.store.select(PODS):
             m = meta(pod)
             self._track((str(m.get("namespace", "")), str(m.get("name", ""))), pod)
@@ -173,15 +117,15 @@ class Scheduler(Controller):
             slot = self._used[before[0]]
             slot["pods"] -= 1
             for resource, amount in before[1].items():
-                slot[resource] = slot.get(resource, Decimal(0)) - amount
+                slot[resource] = slot.get(resource, Fraction(0)) - amount
         if pod is not None and _active_on_node(pod):
             node = str(pod["spec"]["nodeName"])
             requests = pod_requests(pod)
             self._placed[key] = (node, requests)
-            slot = self._used.setdefault(node, {"pods": Decimal(0)})
+            slot = self._used.setdefault(node, {"pods": Fraction(0)})
             slot["pods"] += 1
             for resource, amount in requests.items():
-                slot[resource] = slot.get(resource, Decimal(0)) + amount
+                slot[resource] = slot.get(resource, Fraction(0)) + amount
 
     def keys_for(self, event: Event) -> Iterable[Key]:
         if event.resource is NODES:
@@ -228,11 +172,11 @@ class Scheduler(Controller):
 
     # -- fitting -------------------------------------------------------------------------------
 
-    def _usage(self) -> dict[str, dict[str, Decimal]]:
+    def _usage(self) -> dict[str, dict[str, Fraction]]:
         return self._used
 
     def node_reasons(
-        self, pod: JSON, node: JSON, used: dict[str, Decimal]
+        self, pod: JSON, node: JSON, used: dict[str, Fraction]
     ) -> tuple[list[str], bool]:
         """Why ``pod`` does not fit ``node`` (empty: it fits), and whether preemption could help."""
         if node.get("spec", {}).get("unschedulable"):
@@ -251,13 +195,13 @@ class Scheduler(Controller):
         reasons: list[str] = []
         resolvable = True
         pods_allowed = _quantity_or_zero(allocatable.get("pods", "0"))
-        if used.get("pods", Decimal(0)) + 1 > pods_allowed:
+        if used.get("pods", Fraction(0)) + 1 > pods_allowed:
             reasons.append("Too many pods")
         for resource, amount in sorted(pod_requests(pod).items()):
             if amount <= 0:
                 continue
             capacity = _quantity_or_zero(allocatable.get(resource, "0"))
-            if used.get(resource, Decimal(0)) + amount > capacity:
+            if used.get(resource, Fraction(0)) + amount > capacity:
                 reasons.append(f"Insufficient {resource}")
                 if amount > capacity:
                     resolvable = False
@@ -269,7 +213,7 @@ class Scheduler(Controller):
         if not nodes:
             return None, "no nodes available to schedule pods"
         usage = self._usage()
-        fitting: list[tuple[Decimal, str, JSON]] = []
+        fitting: list[tuple[Fraction, str, JSON]] = []
         histogram: dict[str, int] = {}
         verdicts: dict[str, int] = {}
         for node in nodes:
@@ -279,7 +223,7 @@ class Scheduler(Controller):
                 cpu = _quantity_or_zero(
                     (node.get("status", {}).get("allocatable") or {}).get("cpu", "0")
                 )
-                load = used.get("cpu", Decimal(0)) / cpu if cpu > 0 else Decimal(0)
+                load = used.get("cpu", Fraction(0)) / cpu if cpu > 0 else Fraction(0)
                 fitting.append((load, str(meta(node)["name"]), node))
                 continue
             for reason in reasons:
@@ -327,11 +271,11 @@ class Scheduler(Controller):
         self._set_scheduled(pod, True, "", "")
 
 
-def _quantity_or_zero(value: Any) -> Decimal:
+def _quantity_or_zero(value: Any) -> Fraction:
     try:
-        return parse_quantity(value)
-    except ValueError:
-        return Decimal(0)
+        return quantity(value)
+    except QuantityError:
+        return Fraction(0)
 
 
 def fit_error(total: int, histogram: dict[str, int], verdicts: dict[str, int]) -> str:
@@ -406,12 +350,12 @@ class PodValidation:
             for section in ("requests", "limits"):
                 for resource, value in sorted((resources.get(section) or {}).items()):
                     try:
-                        parse_quantity(value)
-                    except ValueError:
+                        quantity(value)
+                    except QuantityError as exc:
                         causes.append(
                             Cause(
                                 f"{path}.resources.{section}[{resource}]",
-                                f'Invalid value: "{value}": {QUANTITY_MESSAGE}',
+                                f'Invalid value: "{value}": {exc}',
                             )
                         )
         policy = spec.setdefault("restartPolicy", "Always")

@@ -25,9 +25,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-import math
 from collections.abc import Iterable
-from decimal import Decimal, InvalidOperation
 from typing import Any, ClassVar, Final
 
 from simulators.kubernetes.controllers.base import Controller
@@ -46,6 +44,7 @@ from simulators.kubernetes.objects import (
     set_condition,
     uid_of,
 )
+from simulators.kubernetes.quantity import QuantityError, value_of
 from simulators.kubernetes.resources import (
     CLUSTERTRAININGRUNTIMES,
     CONFIGMAPS,
@@ -186,29 +185,11 @@ def strategic_merge(base: Any, patch: Any, field_name: str = "") -> Any:
     return clone(patch)
 
 
-def quantity_value(text: Any) -> int:
+def quantity_value(value: Any) -> int:
     """``resource.Quantity.Value()``: the quantity rounded up to a whole number (0: unreadable)."""
-    s = str(text).strip()
-    suffixes = {
-        "m": Decimal("0.001"),
-        "k": Decimal(10**3),
-        "M": Decimal(10**6),
-        "G": Decimal(10**9),
-        "T": Decimal(10**12),
-        "Ki": Decimal(2**10),
-        "Mi": Decimal(2**20),
-        "Gi": Decimal(2**30),
-        "Ti": Decimal(2**40),
-    }
-    factor = Decimal(1)
-    for suffix in sorted(suffixes, key=len, reverse=True):
-        if s.endswith(suffix):
-            factor = suffixes[suffix]
-            s = s[: -len(suffix)]
-            break
     try:
-        return math.ceil(Decimal(s) * factor)
-    except (InvalidOperation, ValueError):
+        return value_of(value)
+    except QuantityError:
         return 0
 
 
