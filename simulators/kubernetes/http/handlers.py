@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
 from simulators.kubernetes.errors import ApiError
-from simulators.kubernetes.http import discovery, openapi, tables
+from simulators.kubernetes.http import discovery, openapi, protobuf, tables
 from simulators.kubernetes.http import fields as served_fields
 from simulators.kubernetes.http.control import CONTROL
 from simulators.kubernetes.http.routing import ResourceRoute, resource_route, served
@@ -33,6 +33,13 @@ if TYPE_CHECKING:
 JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 REFUSED: Final = "the simulator refused this request before it applied (fault refuse_next)"
+
+SERVER_SIDE_APPLY: Final = ("application/apply-patch+yaml", "application/apply-patch+cbor")
+NO_SERVER_SIDE_APPLY: Final = (
+    "server-side apply is not modelled by this simulator: use client-side apply "
+    "(kubectl apply without --server-side), kubectl patch --type merge|json, or replace"
+)
+"""kubectl prints it as ``Server-side apply not available on the server: (<this>)``."""
 
 LogSource = Callable[["KubeSim", str, str, str, bool, "int | None", bool], str]
 """(sim, namespace, pod, container, previous, tail_lines, timestamps) -> the log text."""
@@ -295,8 +302,10 @@ class Api:
             self.sim.runner.settle()
             return self._object(req, r, done)
         if verb == "patch":
-            current = store.get(r, ns, name)
             content_type = req.content_type.split(";")[0].strip().lower()
+            if content_type in SERVER_SIDE_APPLY:  # before the get: it would create the object
+                raise ApiError(415, "UnsupportedMediaType", NO_SERVER_SIDE_APPLY)
+            current = store.get(r, ns, name)
             patched = apply_patch(r, current, content_type, req.body)
             pm = meta(patched)
             if not pm.get("resourceVersion"):
@@ -339,7 +348,11 @@ class Api:
         return Reply(code, dump(obj))
 
     def _body_object(self, req: Request, r: ResourceType) -> JSON:
-        obj = decode_body(req.body)
+        obj = (
+            protobuf.decode_object(req.body)
+            if protobuf.is_protobuf(req.content_type)
+            else decode_body(req.body)
+        )
         if not isinstance(obj, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
         given = obj.get("apiVersion")
@@ -395,7 +408,13 @@ class Api:
         return Streamed(stream, tables.TABLE_CONTENT_TYPE if as_table else JSON_TYPE)
 
     def _delete_options(self, req: Request) -> dict[str, Any]:
-        body: Any = decode_body(req.body) if req.body.strip() else {}
+        body: Any
+        if not req.body.strip():
+            body = {}
+        elif protobuf.is_protobuf(req.content_type):
+            body = protobuf.decode_delete_options(req.body)
+        else:
+            body = decode_body(req.body)
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a DeleteOptions object")
         pre = body.get("preconditions") or {}

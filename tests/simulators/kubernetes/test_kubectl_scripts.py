@@ -110,3 +110,59 @@ def test_node_and_job_field_selectors_read_as_the_strategies_build_them(
     )
     assert len(pods.split()) == 1
     ok(base, "delete", "-f", str(manifest))
+
+
+def test_create_namespace_configmap_secret_sent_as_protobuf(base: list[str]) -> None:
+    """kubectl create namespace|configmap|secret send protobuf; delete namespace finalizes it."""
+    assert ok(base, "create", "namespace", "proto-a").strip() == "namespace/proto-a created"
+    assert ok(base, "get", "ns", "proto-a", "-o", "jsonpath={.status.phase}") == "Active"
+    out = ok(
+        base,
+        "create",
+        "configmap",
+        "cm1",
+        "-n",
+        "proto-a",
+        "--from-literal=a=b",
+        "-o",
+        "jsonpath={.data.a}",
+    )
+    assert out == "b"
+    out = ok(
+        base,
+        "create",
+        "secret",
+        "generic",
+        "s1",
+        "-n",
+        "proto-a",
+        "--from-literal=p=q",
+        "--type=Opaque",
+        "-o",
+        "jsonpath={.type} {.data.p}",
+    )
+    assert out == "Opaque cQ=="  # base64 of "q"
+    assert ok(base, "delete", "namespace", "proto-a").strip() == 'namespace "proto-a" deleted'
+    gone = kubectl(base, "get", "ns", "proto-a")
+    assert gone.returncode == 1 and "NotFound" in gone.stderr
+
+
+def test_create_job_in_protobuf_is_refused_with_a_way_out(base: list[str]) -> None:
+    done = kubectl(base, "create", "job", "j1", "--image=busybox", "--", "echo", "hi")
+    assert done.returncode == 1
+    assert "decodes protobuf only for Namespace, ConfigMap, Secret" in done.stderr
+    assert "send application/json" in done.stderr
+
+
+def test_server_side_apply_says_what_to_use_instead(base: list[str], tmp_path: Path) -> None:
+    """415 for a new object too (before: 404 for the object server-side apply would create)."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(TRAINJOB.format(name="ssa", namespace="default", seconds=5))
+    done = kubectl(base, "apply", "--server-side", "-f", str(manifest))
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "error: Server-side apply not available on the server: (server-side apply is not "
+        "modelled by this simulator: use client-side apply (kubectl apply without "
+        "--server-side), kubectl patch --type merge|json, or replace)"
+    )
+    assert kubectl(base, "get", "tj", "ssa").returncode == 1
