@@ -108,39 +108,46 @@ def is_true(obj: JSON, kind: str) -> bool:
 
 
 def set_condition(
-    obj: JSON, kind: str, status: bool, reason: str, message: str, now: float
+    obj: JSON,
+    kind: str,
+    status: bool | str,
+    reason: str,
+    message: str,
+    now: float,
+    *,
+    observed_generation: bool = False,
+    add_false: bool = True,
 ) -> bool:
-    """Set a status condition; ``lastTransitionTime`` moves only when the status changes.
+    """apimachinery meta.SetStatusCondition: ``lastTransitionTime`` moves only with the status.
 
-    Returns whether anything changed.
+    ``status`` is True/False or the text (``"Unknown"``). ``observed_generation`` also writes
+    ``metadata.generation`` into the condition (Kueue sets it on every condition it writes);
+    ``add_false=False`` does not add a condition that would be False (JobSet's updateCondition,
+    J3). Returns whether anything changed.
     """
-    status_text = "True" if status else "False"
-    conditions = obj.setdefault("status", {}).setdefault("conditions", [])
-    for c in conditions:
-        if c.get("type") == kind:
-            changed = False
-            if c.get("status") != status_text:
-                c["status"] = status_text
-                c["lastTransitionTime"] = timestamp(now)
-                changed = True
-            if c.get("reason") != reason or c.get("message") != message:
-                c["reason"] = reason
-                c["message"] = message
-                changed = True
-            return changed
-    conditions.append(
-        {
-            "type": kind,
-            "status": status_text,
-            "lastTransitionTime": timestamp(now),
-            "reason": reason,
-            "message": message,
-        }
-    )
-    return True
+    text = status if isinstance(status, str) else ("True" if status else "False")
+    found = condition(obj, kind)
+    if found is None and text == "False" and not add_false:
+        return False
+    wanted: JSON = {"type": kind, "status": text}
+    if observed_generation:
+        wanted["observedGeneration"] = int(meta(obj).get("generation", 1))
+    wanted.update(lastTransitionTime=timestamp(now), reason=reason, message=message)
+    if found is None:
+        obj.setdefault("status", {}).setdefault("conditions", []).append(wanted)
+        return True
+    if found.get("status") == text:
+        del wanted["lastTransitionTime"]
+    changed = False
+    for key, value in wanted.items():
+        if found.get(key) != value:
+            found[key] = value
+            changed = True
+    return changed
 
 
 def remove_condition(obj: JSON, kind: str) -> bool:
+    """Drop the status condition of type ``kind``; returns whether there was one."""
     conditions = obj.get("status", {}).get("conditions")
     if not isinstance(conditions, list):
         return False

@@ -40,7 +40,7 @@ from simulators.kubernetes.objects import (
     namespace_of,
     owner_reference,
     parse_timestamp,
-    timestamp,
+    set_condition,
     uid_of,
 )
 from simulators.kubernetes.resources import JOBS, JOBSETS, SERVICES, ResourceType
@@ -107,43 +107,25 @@ def _failure(job: JSON) -> JSON | None:
     return None
 
 
+EXCLUSIVE_CONDITIONS: Final = {
+    "StartupPolicyInProgress": "StartupPolicyCompleted",
+    "StartupPolicyCompleted": "StartupPolicyInProgress",
+}
+
+
 def update_condition(
     js: JSON, kind: str, status: bool, reason: str, message: str, now: float
 ) -> bool:
     """J3 updateCondition: a new False condition is not added; InOrder conditions exclude."""
-    text = "True" if status else "False"
-    conditions: list[JSON] = js.setdefault("status", {}).setdefault("conditions", [])
-    changed = False
-    found = False
-    exclusive = {
-        "StartupPolicyInProgress": "StartupPolicyCompleted",
-        "StartupPolicyCompleted": "StartupPolicyInProgress",
-    }
-    new: JSON = {
-        "type": kind,
-        "status": text,
-        "lastTransitionTime": timestamp(now),
-        "reason": reason,
-        "message": message,
-    }
-    for i, cur in enumerate(conditions):
-        if cur.get("type") == kind:
-            found = True
-            if cur.get("status") != text:
-                conditions[i] = new
+    status_obj = js.setdefault("status", {})
+    changed = set_condition(js, kind, status, reason, message, now, add_false=False)
+    if status:
+        for cur in status_obj.get("conditions") or []:
+            if cur.get("type") == EXCLUSIVE_CONDITIONS.get(kind) and cur.get("status") == "True":
+                cur["status"] = "False"
                 changed = True
-            elif cur.get("reason") != reason or cur.get("message") != message:
-                new["lastTransitionTime"] = cur.get("lastTransitionTime")
-                conditions[i] = new
-                changed = True
-        elif exclusive.get(str(cur.get("type"))) == kind and cur.get("status") == "True" and status:
-            cur["status"] = "False"
-            changed = True
-    if not found and status:
-        conditions.append(new)
-        changed = True
-    if not conditions:
-        js["status"].pop("conditions", None)
+    if not status_obj.get("conditions"):
+        status_obj.pop("conditions", None)
     return changed
 
 

@@ -644,14 +644,11 @@ def lose_node(cluster: Cluster, node: str) -> str:
         set_condition(
             current,
             "Ready",
-            False,
+            "Unknown",
             "NodeStatusUnknown",
             "Kubelet stopped posting node status.",
             now,
         )
-        for c in current["status"]["conditions"]:
-            if c.get("type") == "Ready":
-                c["status"] = "Unknown"
 
     cluster.store.mutate(NODES, "", node, change, subresource="status")
 

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any, Final
 
-from simulators.kubernetes import quantity
+from simulators.kubernetes import objects, quantity
 from simulators.kubernetes.config import NodeConfig, QueueConfig
 from simulators.kubernetes.controllers.base import Cluster, Controller
 from simulators.kubernetes.errors import ApiError
@@ -46,6 +46,7 @@ from simulators.kubernetes.objects import (
     namespace_of,
     owner_reference,
     parse_timestamp,
+    remove_condition,
     timestamp,
     uid_of,
 )
@@ -244,43 +245,11 @@ def empty_kueue_patch() -> JSON:
 # -- conditions (apimachinery meta.SetStatusCondition, with observedGeneration) ----------------
 
 
-def set_condition(wl: JSON, kind: str, status: bool, reason: str, message: str, now: float) -> bool:
-    """meta.SetStatusCondition: the transition time moves only with the status."""
-    text = "True" if status else "False"
-    generation = int(meta(wl).get("generation", 1))
-    conditions = _status(wl).setdefault("conditions", [])
-    for c in conditions:
-        if c.get("type") == kind:
-            before = dict(c)
-            if c.get("status") != text:
-                c["status"] = text
-                c["lastTransitionTime"] = timestamp(now)
-            c["reason"] = reason
-            c["message"] = message
-            c["observedGeneration"] = generation
-            return bool(c != before)
-    conditions.append(
-        {
-            "type": kind,
-            "status": text,
-            "observedGeneration": generation,
-            "lastTransitionTime": timestamp(now),
-            "reason": reason,
-            "message": message,
-        }
-    )
-    return True
-
-
-def remove_condition(wl: JSON, kind: str) -> bool:
-    conditions = wl.get("status", {}).get("conditions")
-    if not isinstance(conditions, list):
-        return False
-    kept = [c for c in conditions if c.get("type") != kind]
-    if len(kept) == len(conditions):
-        return False
-    wl["status"]["conditions"] = kept
-    return True
+def set_condition(
+    obj: JSON, kind: str, status: bool, reason: str, message: str, now: float
+) -> bool:
+    """:func:`objects.set_condition` with ``observedGeneration``, as Kueue writes its conditions."""
+    return objects.set_condition(obj, kind, status, reason, message, now, observed_generation=True)
 
 
 def sync_admitted(wl: JSON, now: float) -> bool:
