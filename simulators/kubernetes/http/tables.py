@@ -14,11 +14,14 @@ from typing import Any, Final
 
 from simulators.kubernetes.objects import JSON, condition, meta, parse_timestamp
 from simulators.kubernetes.resources import (
+    CLUSTERQUEUES,
     JOBS,
     JOBSETS,
+    LOCALQUEUES,
     NAMESPACES,
     NODES,
     PODS,
+    SERVICES,
     TRAINJOBS,
     WORKLOADS,
     ResourceType,
@@ -122,7 +125,44 @@ def _pod_cells(pod: JSON, now: float) -> list[Any]:
         _age(pod, now),
         status.get("podIP") or "<none>",
         pod.get("spec", {}).get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        _readiness_gates(pod),
     ]
+
+
+def _readiness_gates(pod: JSON) -> str:
+    """printPod's READINESS GATES: ``<none>``, else how many of the gates' conditions are True."""
+    gates = pod.get("spec", {}).get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    kinds = [g.get("conditionType") for g in gates if isinstance(g, dict)]
+    true = sum(1 for k in kinds if isinstance(k, str) and _cond_status(pod, k) == "True")
+    return f"{true}/{len(gates)}"
+
+
+def _selector_text(selector: Any) -> str:
+    """metav1.FormatLabelSelector: ``k=v`` terms, then ``k in (a,b)``-style expressions."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    terms = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In":
+            terms.append(f"{key} in ({','.join(values)})")
+        elif op == "NotIn":
+            terms.append(f"{key} notin ({','.join(values)})")
+        elif op == "Exists":
+            terms.append(str(key))
+        elif op == "DoesNotExist":
+            terms.append(f"!{key}")
+    return ",".join(terms) or "<none>"
+
+
+def _containers_and_images(spec: JSON) -> tuple[str, str]:
+    containers = spec.get("template", {}).get("spec", {}).get("containers") or []
+    names = ",".join(str(c.get("name", "")) for c in containers)
+    images = ",".join(str(c.get("image", "")) for c in containers)
+    return names, images
 
 
 def _job_status(job: JSON) -> str:
@@ -155,7 +195,17 @@ def _job_cells(job: JSON, now: float) -> list[Any]:
             duration = human_duration(until - parse_timestamp(start))
         except ValueError:
             duration = ""
-    return [meta(job).get("name"), _job_status(job), shown, duration, _age(job, now)]
+    names, images = _containers_and_images(spec)
+    return [
+        meta(job).get("name"),
+        _job_status(job),
+        shown,
+        duration,
+        _age(job, now),
+        names,
+        images,
+        _selector_text(spec.get("selector")),
+    ]
 
 
 def _cond_status(obj: JSON, kind: str) -> Any:
@@ -203,7 +253,70 @@ def _node_cells(node: JSON, now: float) -> list[Any]:
         if k.startswith("node-role.kubernetes.io/")
     )
     version = node.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")
-    return [meta(node).get("name"), status, ",".join(roles) or "<none>", _age(node, now), version]
+    info = node.get("status", {}).get("nodeInfo", {})
+    addresses = node.get("status", {}).get("addresses") or []
+
+    def address(kind: str) -> str:
+        found = [a.get("address") for a in addresses if a.get("type") == kind]
+        return str(found[0]) if found else "<none>"
+
+    return [
+        meta(node).get("name"),
+        status,
+        ",".join(roles) or "<none>",
+        _age(node, now),
+        version,
+        address("InternalIP"),
+        address("ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
+    ]
+
+
+def _service_cells(svc: JSON, now: float) -> list[Any]:
+    """printService: TYPE (ClusterIP when unset, the server's default), CLUSTER-IP,
+    EXTERNAL-IP, PORT(S) as ``port[:nodePort]/protocol``, AGE, SELECTOR."""
+    spec = svc.get("spec", {})
+    kind = spec.get("type") or "ClusterIP"
+    external = ",".join(spec.get("externalIPs") or []) or "<none>"
+    ports = []
+    for p in spec.get("ports") or []:
+        node_port = f":{p['nodePort']}" if p.get("nodePort") else ""
+        ports.append(f"{p.get('port')}{node_port}/{p.get('protocol') or 'TCP'}")
+    selector = spec.get("selector") or {}
+    return [
+        meta(svc).get("name"),
+        kind,
+        spec.get("clusterIP") or "<none>",
+        external,
+        ",".join(ports) or "<none>",
+        _age(svc, now),
+        ",".join(f"{k}={v}" for k, v in sorted(selector.items())) or "<none>",
+    ]
+
+
+def _cluster_queue_cells(cq: JSON, now: float) -> list[Any]:
+    del now
+    spec, status = cq.get("spec", {}), cq.get("status", {})
+    return [
+        meta(cq).get("name"),
+        spec.get("cohortName"),
+        spec.get("queueingStrategy"),
+        status.get("pendingWorkloads"),
+        status.get("admittedWorkloads"),
+    ]
+
+
+def _local_queue_cells(lq: JSON, now: float) -> list[Any]:
+    del now
+    status = lq.get("status", {})
+    return [
+        meta(lq).get("name"),
+        lq.get("spec", {}).get("clusterQueue"),
+        status.get("pendingWorkloads"),
+        status.get("admittedWorkloads"),
+    ]
 
 
 def _namespace_cells(ns: JSON, now: float) -> list[Any]:
@@ -224,12 +337,55 @@ PRINTERS: Final[dict[tuple[str, str], tuple[tuple[Column, ...], Cells]]] = {
             AGE,
             _col("IP", priority=1),
             _col("Node", priority=1),
+            _col("Nominated Node", priority=1),
+            _col("Readiness Gates", priority=1),
         ),
         _pod_cells,
     ),
     JOBS.key: (
-        (NAME, _col("Status"), _col("Completions"), _col("Duration"), AGE),
+        (
+            NAME,
+            _col("Status"),
+            _col("Completions"),
+            _col("Duration"),
+            AGE,
+            _col("Containers", priority=1),
+            _col("Images", priority=1),
+            _col("Selector", priority=1),
+        ),
         _job_cells,
+    ),
+    SERVICES.key: (
+        (
+            NAME,
+            _col("Type"),
+            _col("Cluster-IP"),
+            _col("External-IP"),
+            _col("Port(s)"),
+            AGE,
+            _col("Selector", priority=1),
+        ),
+        _service_cells,
+    ),
+    # kueue apis/kueue/v1beta2/clusterqueue_types.go, localqueue_types.go printcolumns: no Age
+    CLUSTERQUEUES.key: (
+        (
+            NAME,
+            _col("Cohort"),
+            _col("Strategy", priority=1),
+            _col("Pending Workloads", "integer"),
+            _col("Admitted Workloads", "integer", priority=1),
+        ),
+        _cluster_queue_cells,
+    ),
+    LOCALQUEUES.key: (
+        (
+            NAME,
+            _col("ClusterQueue"),
+            _col("Pending Workloads", "integer"),
+            _col("Admitted Workloads", "integer"),
+        ),
+        _local_queue_cells,
     ),
     TRAINJOBS.key: ((NAME, _col("State"), AGE), _trainjob_cells),
     JOBSETS.key: (
@@ -248,7 +404,18 @@ PRINTERS: Final[dict[tuple[str, str], tuple[tuple[Column, ...], Cells]]] = {
         _workload_cells,
     ),
     NODES.key: (
-        (NAME, _col("Status"), _col("Roles"), AGE, _col("Version")),
+        (
+            NAME,
+            _col("Status"),
+            _col("Roles"),
+            AGE,
+            _col("Version"),
+            _col("Internal-IP", priority=1),
+            _col("External-IP", priority=1),
+            _col("OS-Image", priority=1),
+            _col("Kernel-Version", priority=1),
+            _col("Container-Runtime", priority=1),
+        ),
         _node_cells,
     ),
     NAMESPACES.key: ((NAME, _col("Status"), AGE), _namespace_cells),

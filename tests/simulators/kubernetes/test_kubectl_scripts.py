@@ -166,3 +166,46 @@ def test_server_side_apply_says_what_to_use_instead(base: list[str], tmp_path: P
         "--server-side), kubectl patch --type merge|json, or replace)"
     )
     assert kubectl(base, "get", "tj", "ssa").returncode == 1
+
+
+def header(text: str) -> list[str]:
+    return text.splitlines()[0].split()
+
+
+def test_queue_service_and_wide_tables_have_the_upstream_columns(base: list[str]) -> None:
+    """Kueue's printcolumns (no AGE), printService, and the -o wide columns of pods, jobs, nodes."""
+    assert ok(base, "get", "cq").splitlines() == [
+        "NAME            COHORT   PENDING WORKLOADS",
+        "cluster-queue            0",
+    ]
+    assert header(ok(base, "get", "cq", "-o", "wide")) == [
+        *("NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"),
+    ]
+    lq = ok(base, "get", "lq", "-A").splitlines()
+    assert lq[0].split() == [
+        *("NAMESPACE", "NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"),
+    ]
+    assert lq[1].split()[:3] == ["default", "user-queue", "cluster-queue"]
+    assert header(ok(base, "get", "nodes", "-o", "wide"))[5:] == [
+        *("INTERNAL-IP", "EXTERNAL-IP", "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"),
+    ]
+
+
+def test_trainjob_children_print_as_kubectl_prints_them(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(TRAINJOB.format(name="wide", namespace="default", seconds=30))
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(3)
+    svc = ok(base, "get", "svc", "wide").splitlines()
+    assert svc[0].split() == ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]
+    assert svc[1].split()[:5] == ["wide", "ClusterIP", "None", "<none>", "<none>"]
+    jobs = ok(base, "get", "jobs", "wide-node-0", "-o", "wide").splitlines()
+    assert header(jobs[0] + "\n")[5:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert jobs[1].split()[5:7] == ["node", "busybox"]
+    assert jobs[1].split()[7].startswith("batch.kubernetes.io/controller-uid=")
+    pods = ok(base, "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=wide", "-o", "wide")
+    assert header(pods)[7:] == ["NOMINATED", "NODE", "READINESS", "GATES"]
+    assert pods.splitlines()[1].split()[-2:] == ["<none>", "<none>"]
+    ok(base, "delete", "-f", str(manifest))
