@@ -11,6 +11,7 @@ strategic merge is written here, for the core types only.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 import json_merge_patch
@@ -29,6 +30,7 @@ __all__ = [
     "STRATEGIC_MERGE_PATCH",
     "apply_patch",
     "go_json_error",
+    "strategic_merge",
 ]
 
 JSON_PATCH: Final = "application/json-patch+json"
@@ -571,7 +573,19 @@ def _strategic_patch(current: JSON, body: bytes, kind: str) -> JSON:
         return result
     if not isinstance(patch, dict):
         raise errors.bad_request(_cannot_unmarshal(patch, "map[string]interface {}"))
-    return _merge_map(result, patch)
+    return _merge_map(result, patch, MERGE_KEYS)
+
+
+def strategic_merge(
+    original: JSON, patch: JSON, merge_keys: Mapping[str, str] = MERGE_KEYS
+) -> JSON:
+    """strategicpatch.StrategicMergePatch of two JSON trees: a patched copy (neither mutated).
+
+    ``merge_keys`` maps a list field to its ``patchMergeKey`` (a list not named is replaced);
+    a list item without its merge key, or an unknown ``$patch``, raises the server's 500
+    :class:`ApiError`.
+    """
+    return _merge_map(clone(original), patch, merge_keys)  # _strip copies what it takes
 
 
 def _strip(value: Any) -> Any:
@@ -590,7 +604,7 @@ def _strip(value: Any) -> Any:
     return value
 
 
-def _merge_map(original: JSON, patch: JSON) -> JSON:
+def _merge_map(original: JSON, patch: JSON, keys: Mapping[str, str]) -> JSON:
     """``mergeMap``: recursive, ``null`` deletes, ``$patch: replace|delete`` on the map."""
     directive = patch.get(_DIRECTIVE)
     if directive is not None:
@@ -622,9 +636,9 @@ def _merge_map(original: JSON, patch: JSON) -> JSON:
             continue
         have = original.get(key)
         if isinstance(value, dict) and isinstance(have, dict):
-            original[key] = _merge_map(have, value)
+            original[key] = _merge_map(have, value, keys)
         elif isinstance(value, list) and isinstance(have, list):
-            original[key] = _merge_list(key, have, value)
+            original[key] = _merge_list(key, have, value, keys)
         else:
             original[key] = _strip(value)
     return original
@@ -653,9 +667,11 @@ def _uniqify(items: list[Any]) -> list[Any]:
     return s
 
 
-def _merge_list(field: str, original: list[Any], patch: list[Any]) -> list[Any]:
+def _merge_list(
+    field: str, original: list[Any], patch: list[Any], keys: Mapping[str, str]
+) -> list[Any]:
     """``mergeSlice``: by the field's merge key, as a set for finalizers, else replaced."""
-    merge_key = MERGE_KEYS.get(field)
+    merge_key = keys.get(field)
     if merge_key is None:
         if field in PRIMITIVE_MERGE and not any(isinstance(v, (dict, list)) for v in patch):
             return _uniqify(original + patch)
@@ -697,5 +713,5 @@ def _merge_list(field: str, original: list[Any], patch: list[Any]) -> list[Any]:
         if at is None:
             result.append(_strip(item))
         else:
-            result[at] = _merge_map(result[at], item)
+            result[at] = _merge_map(result[at], item, keys)
     return result

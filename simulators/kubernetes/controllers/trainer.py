@@ -28,6 +28,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, ClassVar, Final
 
+from simulators.kubernetes import patch as patch_module
 from simulators.kubernetes.controllers.base import Controller
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.objects import (
@@ -79,18 +80,13 @@ RUNTIME_KINDS: Final = {
     ("ClusterTrainingRuntime", TRAINER): CLUSTERTRAININGRUNTIMES,
     ("TrainingRuntime", TRAINER): TRAININGRUNTIMES,
 }
-MERGE_KEYS: Final = {
+JOBSET_MERGE_KEYS: Final = {
+    **patch_module.MERGE_KEYS,
     "replicatedJobs": "name",
-    "containers": "name",
-    "initContainers": "name",
-    "env": "name",
-    "volumes": "name",
-    "volumeMounts": "mountPath",
-    "imagePullSecrets": "name",
-    "schedulingGates": "name",
-    "ports": "containerPort",
+    "dependsOn": "name",
 }
-"""The list fields strategic merge patch merges by key (their patchMergeKey in k8s.io/api)."""
+"""The runtime patches merge against JobSetSpec [T6]: the core types' merge keys and JobSet's
+(api/jobset/v1alpha2/jobset_types.go: replicatedJobs and dependsOn are ``patchMergeKey:"name"``)."""
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -151,38 +147,6 @@ def upsert(items: list[JSON], new: Iterable[JSON], key: str = "name") -> None:
                 break
         else:
             items.append(clone(entry))
-
-
-def strategic_merge(base: Any, patch: Any, field_name: str = "") -> Any:
-    """A strategic merge patch of JSON trees: maps merge, keyed lists merge, null deletes.
-
-    The runtime patches are applied with ``strategicpatch.StrategicMergePatch`` against
-    JobSetSpec [T6]; lists without a merge key (tolerations, args, command) are replaced.
-    """
-    if isinstance(patch, dict) and isinstance(base, dict):
-        out = dict(base)
-        for k, v in patch.items():
-            if v is None:
-                out.pop(k, None)
-            elif k in out:
-                out[k] = strategic_merge(out[k], v, k)
-            else:
-                out[k] = clone(v)
-        return out
-    if isinstance(patch, list) and isinstance(base, list) and field_name in MERGE_KEYS:
-        key = MERGE_KEYS[field_name]
-        merged = [clone(b) for b in base]
-        for item in patch:
-            if not isinstance(item, dict):
-                continue
-            for i, old in enumerate(merged):
-                if isinstance(old, dict) and old.get(key) == item.get(key):
-                    merged[i] = strategic_merge(old, item, "")
-                    break
-            else:
-                merged.append(clone(item))
-        return merged
-    return clone(patch)
 
 
 def quantity_value(value: Any) -> int:
@@ -260,7 +224,10 @@ def _env_from_index(name: str) -> JSON:
 
 
 def build_jobset(trainjob: JSON, runtime: JSON) -> JSON:
-    """The JobSet the Trainer applies for ``trainjob`` built from ``runtime`` (pure)."""
+    """The JobSet the Trainer applies for ``trainjob`` built from ``runtime`` (pure).
+
+    Raises :class:`ApiError` when a runtime patch does not strategic-merge (StrategicMergePatch).
+    """
     tj_spec = trainjob.get("spec", {})
     trainer: JSON | None = tj_spec.get("trainer")
     rspec = runtime.get("spec", {})
@@ -278,7 +245,7 @@ def build_jobset(trainjob: JSON, runtime: JSON) -> JSON:
     for patch in patches:  # T6 mergeRuntimePatches
         pspec = ((patch.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec")
         if isinstance(pspec, dict):
-            spec = strategic_merge(spec, pspec)
+            spec = patch_module.strategic_merge(spec, pspec, JOBSET_MERGE_KEYS)
     rjobs: list[JSON] = sorted(
         spec.get("replicatedJobs") or [], key=lambda r: order.get(str(r.get("name")), 0)
     )
@@ -297,12 +264,14 @@ def build_jobset(trainjob: JSON, runtime: JSON) -> JSON:
             count = int(ml.get("numNodes", 1))
         counts[name] = count
         per_node = (trainer or {}).get("resourcesPerNode")
-        if per_node is not None and (
+        if isinstance(per_node, dict) and (
             (ancestor == TRAINER_ANCESTOR and ml is not None) or (launcher_as_node and name == NODE)
         ):
             node = _container(rjob, NODE)
             if node is not None:
-                node["resources"] = strategic_merge(node.get("resources") or {}, per_node)
+                node["resources"] = patch_module.strategic_merge(
+                    node.get("resources") or {}, per_node, JOBSET_MERGE_KEYS
+                )
 
     trainer_rjob = next((r for r in rjobs if _ancestor(r) == TRAINER_ANCESTOR), None)
     trainer_node = (
@@ -508,7 +477,10 @@ def render_jobset(store: Store, trainjob: JSON) -> JSON | None:
     runtime = read_runtime(store, trainjob)
     if runtime is None:
         return None
-    return build_jobset(trainjob, runtime)
+    try:
+        return build_jobset(trainjob, runtime)
+    except ApiError:
+        return None  # a runtime patch strategic merge refuses
 
 
 # -- the controller ---------------------------------------------------------------------------
@@ -595,7 +567,10 @@ class TrainerController(Controller):
         if runtime is None:
             return  # T6 errorNotFoundSpecified...Runtime: an error, retried; no condition
         self._ensure_snapshot(tj, runtime)
-        desired = build_jobset(tj, runtime)
+        try:
+            desired = build_jobset(tj, runtime)
+        except ApiError:
+            return  # T6 mergeRuntimePatches: StrategicMergePatch's error, retried; no condition
         if _framework(runtime.get("spec", {}).get("mlPolicy")) == "mpi":
             self._mpi_objects(tj, runtime, desired)
         namespace, name = namespace_of(tj), name_of(tj)
@@ -777,5 +752,4 @@ __all__ = [
     "read_runtime",
     "render_jobset",
     "runtime_ref",
-    "strategic_merge",
 ]
