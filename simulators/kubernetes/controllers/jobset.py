@@ -34,6 +34,7 @@ from simulators.kubernetes.objects import (
     clone,
     condition,
     controller_of,
+    is_true,
     labels_of,
     meta,
     name_of,
@@ -94,17 +95,13 @@ def subdomain(js: JSON) -> str:
 
 
 def _finished_type(job: JSON) -> str:
-    for c in job.get("status", {}).get("conditions") or []:
-        if c.get("type") in ("Complete", "Failed") and c.get("status") == "True":
-            return str(c["type"])
-    return ""
+    """``Complete`` or ``Failed`` when that condition of the Job is True, else empty."""
+    return next((kind for kind in ("Complete", "Failed") if is_true(job, kind)), "")
 
 
 def _failure(job: JSON) -> JSON | None:
-    for c in job.get("status", {}).get("conditions") or []:
-        if c.get("type") == "Failed" and c.get("status") == "True":
-            return dict(c)
-    return None
+    """A copy of the Job's Failed condition when it is True."""
+    return dict(c) if is_true(job, "Failed") and (c := condition(job, "Failed")) else None
 
 
 EXCLUSIVE_CONDITIONS: Final = {
@@ -333,17 +330,20 @@ class JobSetController(Controller):
     def _delete_jobs(self, jobs: list[JSON]) -> None:
         """J3 deleteJobs: Foreground propagation, skipping Jobs already being deleted."""
         for job in jobs:
-            if meta(job).get("deletionTimestamp"):
-                continue
-            with contextlib.suppress(ApiError):
-                self.store.delete(
-                    JOBS,
-                    namespace_of(job),
-                    name_of(job),
-                    uid=uid_of(job),
-                    propagation="Foreground",
-                    internal=True,
-                )
+            if not meta(job).get("deletionTimestamp"):
+                self._delete_foreground(JOBS, job)
+
+    def _delete_foreground(self, resource: ResourceType, obj: JSON) -> None:
+        """Delete ``obj`` (this very uid) with Foreground propagation; a refusal is ignored."""
+        with contextlib.suppress(ApiError):
+            self.store.delete(
+                resource,
+                namespace_of(obj),
+                name_of(obj),
+                uid=uid_of(obj),
+                propagation="Foreground",
+                internal=True,
+            )
 
     def _write_job(self, job: JSON, change: Any, subresource: str = "") -> bool:
         try:
@@ -569,15 +569,7 @@ class JobSetController(Controller):
         expiry = finished_at + int(ttl)
         if now < expiry:
             return expiry
-        with contextlib.suppress(ApiError):
-            self.store.delete(
-                JOBSETS,
-                namespace_of(js),
-                name_of(js),
-                uid=uid_of(js),
-                propagation="Foreground",
-                internal=True,
-            )
+        self._delete_foreground(JOBSETS, js)
         return None
 
     def _write_status(self, js: JSON, before: Any) -> None:
