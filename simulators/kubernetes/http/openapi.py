@@ -4,7 +4,9 @@ kubectl (validate=strict by default) reads ``/openapi/v3``, fetches each group-v
 ``serverRelativeURL`` and looks for a ``patch`` operation carrying
 ``x-kubernetes-group-version-kind`` and a ``fieldValidation`` parameter; finding one, it leaves
 validation to the server (``fieldValidation=Strict``). Measured:
-../shared/reference/kube-api-clients.md §1.6. No schemas are served; ``/openapi/v2`` is 404.
+../shared/reference/kube-api-clients.md §1.6. Custom kinds get a top-level schema for
+``kubectl explain``; built-in kinds get none (kubectl's client-side apply would read a schema
+without patch strategies as replace-the-list); ``/openapi/v2`` is 404.
 """
 
 from __future__ import annotations
@@ -41,7 +43,50 @@ def group_version_doc(
             base += "/namespaces/{namespace}"
         paths[f"{base}/{r.plural}"] = {"post": operation}
         paths[f"{base}/{r.plural}/{{name}}"] = {"patch": operation, "put": operation}
-    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1"}, "paths": paths}
+    doc: JSONDoc = {
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1"},
+        "paths": paths,
+    }
+    schemas = {_schema_name(r): _schema(r) for r in chosen if not r.builtin}
+    if schemas:
+        doc["components"] = {"schemas": schemas}
+    return doc
+
+
+def _schema_name(r: ResourceType) -> str:
+    """A CRD's schema name: the reversed group, the version, the kind (apiextensions builder)."""
+    return ".".join([*reversed(r.group.split(".")), r.version, r.kind])
+
+
+def _field(kind: str, description: str) -> JSONDoc:
+    return {"type": kind, "description": description}
+
+
+def _schema(r: ResourceType) -> JSONDoc:
+    """The top level of a custom kind, enough for ``kubectl explain`` (its nested fields are
+    not served: ``explain <kind>.spec`` prints the field without FIELDS)."""
+    return {
+        "type": "object",
+        "description": f"{r.kind} of {r.group}/{r.version}. The simulator serves this schema's "
+        "top-level fields only; see the upstream CRD for the rest.",
+        "properties": {
+            "apiVersion": _field(
+                "string",
+                "APIVersion defines the versioned schema of this representation of an object.",
+            ),
+            "kind": _field(
+                "string",
+                "Kind is a string value representing the REST resource this object represents.",
+            ),
+            "metadata": _field("object", "Standard object's metadata."),
+            "spec": _field("object", f"The desired state of the {r.kind}."),
+            "status": _field("object", f"The observed state of the {r.kind}."),
+        },
+        "x-kubernetes-group-version-kind": [
+            {"group": r.group, "version": r.version, "kind": r.kind}
+        ],
+    }
 
 
 def _hash(doc: JSONDoc) -> str:

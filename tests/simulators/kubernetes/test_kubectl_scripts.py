@@ -209,3 +209,17 @@ def test_trainjob_children_print_as_kubectl_prints_them(
     assert header(pods)[7:] == ["NOMINATED", "NODE", "READINESS", "GATES"]
     assert pods.splitlines()[1].split()[-2:] == ["<none>", "<none>"]
     ok(base, "delete", "-f", str(manifest))
+
+
+def test_explain_a_custom_kind_lists_its_top_level_fields(base: list[str]) -> None:
+    """Before: a template error (no components.schemas in the OpenAPI v3 document)."""
+    out = ok(base, "explain", "trainjob")
+    assert out.splitlines()[:3] == [
+        "GROUP:      trainer.kubeflow.org",
+        "KIND:       TrainJob",
+        "VERSION:    v1alpha1",
+    ]
+    fields = [line.split()[0] for line in out.splitlines() if "\t<" in line]
+    assert fields == ["apiVersion", "kind", "metadata", "spec", "status"]
+    assert "FIELD: spec <Object>" in ok(base, "explain", "trainjob.spec")
+    assert "KIND:       ClusterQueue" in ok(base, "explain", "clusterqueues")
