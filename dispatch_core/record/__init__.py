@@ -5,11 +5,14 @@ each act, so that after a crash another can take the job over without repeating 
   :class:`ObservedRecord` (after it), :class:`ObservationRecord`, :class:`TransitionRecord`,
   :class:`TerminalRecord`; each stored as an :class:`Entry` with a gapless ``seq``;
 - the :class:`RecordStore` protocol: conditional appends under a :class:`Lease`;
-- :class:`SqliteRecordStore` (the embedded default) and :class:`MemoryRecordStore`;
+- :class:`SqliteRecordStore` (the embedded default), :class:`PostgresRecordStore` (for
+  supervisors on several hosts; psycopg 3 is imported only when one is made) and
+  :class:`MemoryRecordStore`;
 - :mod:`dispatch_core.record.redact`: no credential-bearing value is ever written.
 """
 
 from dispatch_core.record.memory import MemoryRecordStore
+from dispatch_core.record.postgres import PostgresRecordStore
 from dispatch_core.record.redact import REDACTED, is_secret_name, redact_text, redact_uri
 from dispatch_core.record.sqlite import SCHEMA_VERSION, SqliteRecordStore
 from dispatch_core.record.store import (
@@ -50,6 +53,7 @@ __all__ = [
     "MemoryRecordStore",
     "ObservationRecord",
     "ObservedRecord",
+    "PostgresRecordStore",
     "Record",
     "RecordStore",
     "RecordedSpec",
