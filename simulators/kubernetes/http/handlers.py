@@ -127,6 +127,29 @@ def apply_patch(resource: ResourceType, current: JSON, content_type: str, body: 
     )
 
 
+STREAMING: Final = {
+    "exec": "exec",
+    "attach": "attach",
+    "portforward": "port-forward",
+    "proxy": "proxy",
+}
+"""Pod subresources that open a connection into a container; the simulator runs no processes."""
+
+
+def _refuse_streaming(parts: list[str]) -> None:
+    """``pods/<name>/exec|attach|portforward|proxy``: 400 saying why and what to use instead."""
+    if (
+        len(parts) == 7
+        and parts[:3] == ["api", "v1", "namespaces"]
+        and parts[4] == "pods"
+        and parts[6] in STREAMING
+    ):
+        raise errors.bad_request(
+            f"{STREAMING[parts[6]]} into pod {parts[5]} is not modelled by this simulator: its "
+            "containers run no processes (read their output with kubectl logs)"
+        )
+
+
 class Api:
     """The API server's request handling, independent of sockets."""
 
@@ -168,6 +191,7 @@ class Api:
             found = self._discovery(parts, req.accept)
             if found is not None:
                 return found
+        _refuse_streaming(parts)
         route = resource_route(parts, self.resources)
         with self.sim.lock:
             return self._resource(req, route)

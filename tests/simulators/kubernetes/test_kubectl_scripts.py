@@ -223,3 +223,24 @@ def test_explain_a_custom_kind_lists_its_top_level_fields(base: list[str]) -> No
     assert fields == ["apiVersion", "kind", "metadata", "spec", "status"]
     assert "FIELD: spec <Object>" in ok(base, "explain", "trainjob.spec")
     assert "KIND:       ClusterQueue" in ok(base, "explain", "clusterqueues")
+
+
+def test_exec_and_port_forward_say_they_are_not_modelled(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    """Before: 404 the server could not find the requested resource."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(TRAINJOB.format(name="execd", namespace="default", seconds=30))
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(3)
+    pod = ok(base, "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=execd", "-o", "name")
+    done = kubectl(base, "exec", pod.strip(), "--", "ls")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"Error from server (BadRequest): exec into pod {pod.strip().split('/')[1]} is not "
+        "modelled by this simulator: its containers run no processes (read their output with "
+        "kubectl logs)"
+    )
+    done = kubectl(base, "port-forward", pod.strip(), "8080:29500")
+    assert done.returncode == 1 and "port-forward into pod" in done.stderr
+    ok(base, "delete", "-f", str(manifest))
