@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections.abc import Iterator
 from typing import Any, ClassVar, Final
 
 from simulators.kubernetes.controllers.base import Controller
@@ -127,11 +128,7 @@ def update_condition(
 
 
 def _finished(js: JSON) -> bool:
-    for kind in ("Completed", "Failed"):
-        c = condition(js, kind)
-        if c is not None and c.get("status") == "True":
-            return True
-    return False
+    return is_true(js, "Completed") or is_true(js, "Failed")
 
 
 class _Children:
@@ -387,22 +384,9 @@ class JobSetController(Controller):
         in_order = (spec.get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
         blocking = (spec.get("failurePolicy") or {}).get("restartStrategy") == "BlockingRecreate"
         existing = {name_of(j) for j in children.all()}
-        replicas: dict[str, int] = {}
-        for rjob in spec.get("replicatedJobs") or []:
-            rname = str(rjob.get("name"))
-            replicas[rname] = int(rjob.get("replicas", 1))
-            if not _dependency_reached(rjob, replicas, statuses):
-                continue
-            status = next((s for s in statuses if s["name"] == rname), None)
-            if (
-                not suspended
-                and in_order
-                and status is not None
-                and _all_started(replicas[rname], status)
-            ):
-                continue
+        for rjob, rname, count in _due(spec, statuses, not suspended and in_order):
             if not (children.previous and blocking):
-                for index in range(replicas[rname]):
+                for index in range(count):
                     name = job_name(name_of(js), rname, index)
                     if name in existing:
                         continue
@@ -500,15 +484,7 @@ class JobSetController(Controller):
             str(r.get("name")): (r.get("template") or {}).get("spec", {}).get("template") or {}
             for r in spec.get("replicatedJobs") or []
         }
-        replicas: dict[str, int] = {}
-        for rjob in spec.get("replicatedJobs") or []:
-            rname = str(rjob.get("name"))
-            replicas[rname] = int(rjob.get("replicas", 1))
-            if not _dependency_reached(rjob, replicas, statuses):
-                continue
-            status = next((s for s in statuses if s["name"] == rname), None)
-            if in_order and status is not None and _all_started(replicas[rname], status):
-                continue
+        for _, rname, _ in _due(spec, statuses, in_order):
             for job in children.active:
                 if labels_of(job).get(RJOB_NAME) != rname or not job.get("spec", {}).get("suspend"):
                     continue
@@ -643,6 +619,21 @@ def _rule_applies(rule: JSON, job: JSON, failure: JSON) -> bool:
         return False
     targets = rule.get("targetReplicatedJobs") or []
     return not targets or parent in targets
+
+
+def _due(spec: JSON, statuses: list[JSON], skip_started: bool) -> Iterator[tuple[JSON, str, int]]:
+    """(replicatedJob, name, replicas) in order, for those whose ``dependsOn`` is reached and,
+    with ``skip_started`` (an InOrder startup), whose Jobs have not all started (J3)."""
+    replicas: dict[str, int] = {}
+    for rjob in spec.get("replicatedJobs") or []:
+        rname = str(rjob.get("name"))
+        replicas[rname] = int(rjob.get("replicas", 1))
+        if not _dependency_reached(rjob, replicas, statuses):
+            continue
+        status = next((s for s in statuses if s["name"] == rname), None)
+        if skip_started and status is not None and _all_started(replicas[rname], status):
+            continue
+        yield rjob, rname, replicas[rname]
 
 
 def _dependency_reached(rjob: JSON, replicas: dict[str, int], statuses: list[JSON]) -> bool:

@@ -36,6 +36,7 @@ from simulators.kubernetes.objects import (
     clone,
     condition,
     controller_of,
+    is_true,
     meta,
     name_of,
     namespace_of,
@@ -488,11 +489,7 @@ def render_jobset(store: Store, trainjob: JSON) -> JSON | None:
 
 def _is_finished(trainjob: JSON) -> bool:
     """trainjob.IsTrainJobFinished: Complete or Failed is True."""
-    for kind in ("Complete", "Failed"):
-        c = condition(trainjob, kind)
-        if c is not None and c.get("status") == "True":
-            return True
-    return False
+    return is_true(trainjob, "Complete") or is_true(trainjob, "Failed")
 
 
 class TrainerController(Controller):
