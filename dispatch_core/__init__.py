@@ -72,9 +72,11 @@ from dispatch_core.spi import (
     IdentityWeakener,
     NativePolicyCompiler,
     OutputReader,
+    OwnRetries,
     Preflight,
     PreflightOptions,
     Requeuer,
+    Restarter,
 )
 
 __all__ = [
@@ -110,6 +112,7 @@ __all__ = [
     "Observation",
     "OutcomeUnknown",
     "OutputReader",
+    "OwnRetries",
     "Plan",
     "PlanOption",
     "Policy",
@@ -117,6 +120,7 @@ __all__ = [
     "PreflightOptions",
     "Rejected",
     "Requeuer",
+    "Restarter",
     "Rule",
     "RuleKind",
     "RuleSupport",

@@ -85,6 +85,26 @@ class Requeuer(Protocol):
 
 
 @runtime_checkable
+class Restarter(Protocol):
+    """Restart a started object in place (the scheduler reruns it under the same native handle,
+    its restart count raised, so the new execution has its own identity)."""
+
+    def restart(self, ref: ObjectRef) -> None: ...
+
+
+@runtime_checkable
+class OwnRetries(Protocol):
+    """An adapter whose scheduler may rerun a job on its own, unasked and outside any rule a
+    plan pushed down (a Slurm job left requeueable, a runtime's JobSet ``maxRestarts``)."""
+
+    def own_retries(self, spec: JobSpec) -> str:
+        """Why the scheduler would rerun ``spec``'s job on its own, or "" when it would not.
+        A supervisor that enforces any rule of the job refuses the submit when this is not ""
+        (one failure would otherwise be retried twice: a duplicate execution)."""
+        ...
+
+
+@runtime_checkable
 class NativePolicyCompiler(Protocol):
     """Enforces some recovery rules in the scheduler itself."""
 
@@ -146,7 +166,9 @@ __all__ = [
     "IdentityWeakener",
     "NativePolicyCompiler",
     "OutputReader",
+    "OwnRetries",
     "Preflight",
     "PreflightOptions",
     "Requeuer",
+    "Restarter",
 ]
