@@ -6,6 +6,8 @@
 1. appends per second on SQLite (WAL, synchronous=FULL: every append is one fsynced commit),
    one writer appending observations to one job, and whole jobs (header, intent, observed,
    terminal); the in-memory store beside it, for the cost of the rules and the encoding alone;
+   on PostgreSQL too when ``DISPATCH_TEST_POSTGRES_DSN`` names a server (ci/postgres-up.sh),
+   in a schema of its own, dropped after (each append one committed transaction);
 2. recovery: with ``--finished`` finished and ``--unfinished`` unfinished jobs in the file, the
    time to open it, list the unfinished jobs (the partial index) and read their records.
 
@@ -16,8 +18,10 @@ that will hold the real record, since the fsync is most of the cost.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +32,7 @@ from dispatch_core.record import (
     MemoryRecordStore,
     ObservationRecord,
     ObservedRecord,
+    PostgresRecordStore,
     Record,
     RecordStore,
     SqliteRecordStore,
@@ -106,6 +111,24 @@ def recovery(directory: Path, finished: int, unfinished: int) -> tuple[float, fl
     return built, opened, listed, read
 
 
+def postgres(dsn: str, appends: int, jobs: int) -> None:
+    """The append figures on PostgreSQL, in a schema made for the run and dropped after."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"bench_{uuid.uuid4().hex[:12]}"
+    try:
+        with PostgresRecordStore(dsn, schema=schema) as store:
+            print(f"record store in PostgreSQL {store.dsn}, schema {schema}")
+            rate = observations(store, appends)
+            print(f"  PostgreSQL, one job, {appends} observations: {rate:,.0f} appends/s")
+            rate = whole_jobs(store, jobs)
+            print(f"  PostgreSQL, {jobs} whole jobs (4 records each): {rate:,.0f} appends/s")
+    finally:
+        with psycopg.connect(dsn, autocommit=True) as db:
+            db.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--appends", type=int, default=2000)
@@ -131,6 +154,11 @@ def main() -> None:
             f"(built in {built:.1f} s): open {opened * 1000:.1f} ms, list the unfinished and "
             f"read their {read} records {listed * 1000:.1f} ms"
         )
+    dsn = os.environ.get("DISPATCH_TEST_POSTGRES_DSN", "")
+    if dsn:
+        postgres(dsn, args.appends, args.jobs)
+    else:
+        print("PostgreSQL: DISPATCH_TEST_POSTGRES_DSN is not set (ci/postgres-up.sh prints one)")
 
 
 if __name__ == "__main__":
