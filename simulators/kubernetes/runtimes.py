@@ -42,32 +42,22 @@ def _trainer_job(containers: list[JSON], **pod_spec: object) -> JSON:
     }
 
 
+def _single_node(
+    name: str, framework: str, ml_policy: JSON, image: str, **pod_spec: object
+) -> JSON:
+    """A runtime of one trainer replicatedJob ``node`` with one container ``node``."""
+    container = {"name": "node", "image": image}
+    template = _trainer_job([container], **pod_spec)
+    spec = {"replicatedJobs": [{"name": "node", "template": template}]}
+    return _runtime(name, framework, {"mlPolicy": ml_policy, "template": {"spec": spec}})
+
+
+TORCH_IMAGE: Final = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
+
+
 def torch_distributed() -> JSON:
     """manifests/base/runtimes/torch_distributed.yaml (v2.3.0)."""
-    return _runtime(
-        "torch-distributed",
-        "torch",
-        {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": _trainer_job(
-                                [
-                                    {
-                                        "name": "node",
-                                        "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-                                    }
-                                ]
-                            ),
-                        }
-                    ]
-                }
-            },
-        },
-    )
+    return _single_node("torch-distributed", "torch", {"numNodes": 1, "torch": {}}, TORCH_IMAGE)
 
 
 def deepspeed_distributed() -> JSON:
@@ -146,53 +136,15 @@ def deepspeed_distributed() -> JSON:
 
 def jax_distributed() -> JSON:
     """manifests/base/runtimes/jax_distributed.yaml (v2.3.0)."""
-    return _runtime(
-        "jax-distributed",
-        "jax",
-        {
-            "mlPolicy": {"numNodes": 1, "jax": {}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": _trainer_job(
-                                [{"name": "node", "image": "nvcr.io/nvidia/jax:25.10-py3"}]
-                            ),
-                        }
-                    ]
-                }
-            },
-        },
+    return _single_node(
+        "jax-distributed", "jax", {"numNodes": 1, "jax": {}}, "nvcr.io/nvidia/jax:25.10-py3"
     )
 
 
 def dispatch_identity() -> JSON:
     """dispatch's identity-keeping runtime: plain (no framework env), Never, backoffLimit 0."""
-    runtime = _runtime(
-        "dispatch-identity",
-        "plain",
-        {
-            "mlPolicy": {"numNodes": 1},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": _trainer_job(
-                                [
-                                    {
-                                        "name": "node",
-                                        "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime",
-                                    }
-                                ],
-                                restartPolicy="Never",
-                            ),
-                        }
-                    ]
-                }
-            },
-        },
+    runtime = _single_node(
+        "dispatch-identity", "plain", {"numNodes": 1}, TORCH_IMAGE, restartPolicy="Never"
     )
     job_spec = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
     job_spec["backoffLimit"] = 0
