@@ -1,0 +1,403 @@
+"""``dispatch``: the host CLI of the supervisor.
+
+- ``dispatch submit --harness NAME [--policy FILE] [--record PATH|DSN] [--seed S] -- CMD...``
+  plans and submits a job through the harness's backend (loaded by its ``dispatch.harnesses``
+  entry point name, never imported by name), then supervises it until it is idle, one progress
+  line per action, and prints its final status. The built-in harnesses are in-process (their
+  cluster ends with this process), so ``submit`` always supervises, and plays the scheduler
+  meanwhile: it lets each queued object run and ends each execution (exit 0; with ``--seed S``
+  above 0, each execution fails with exit 1 with a chance of one in three, drawn from S, so a
+  policy can be watched at work). ``--detach`` returns after the submission, for a harness
+  whose cluster outlives the process (one that says ``outlives_process = True``); for the
+  others it is refused.
+- ``dispatch status [JOB] [--json]``: the record's jobs as a table (or JSON), read from the
+  record alone.
+- ``dispatch supervise --harness NAME``: supervises every unfinished job of the record until
+  idle, one progress line per action.
+
+The record is ``--record`` (a path, or a ``postgresql://`` DSN), or ``$DISPATCH_RECORD``, or
+``$XDG_DATA_HOME/dispatch/record.sqlite`` (``~/.local/share/dispatch/record.sqlite``). Bad
+input is one line on stderr and exit status 2, never a traceback. Exit status: 0 when every job
+shown succeeded, 1 when one failed or was cancelled, 3 when one waits for a person or is not
+finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import random
+import sys
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from pydantic import ValidationError
+
+from dispatch_core.errors import DispatchError
+from dispatch_core.model import JobID, JobSpec, Policy, State
+from dispatch_core.record.redact import redact_text
+from dispatch_core.record.sqlite import SqliteRecordStore
+from dispatch_core.record.store import RecordStore
+from dispatch_core.supervise.status import Status, status_of
+from dispatch_core.supervise.supervisor import Supervisor
+from dispatch_core.supervise.view import rebuild
+
+HARNESS_GROUP: Final = "dispatch.harnesses"
+BAD_INPUT: Final = 2
+FAILED: Final = 1
+UNFINISHED: Final = 3
+FAILURE_CHANCE: Final = 1 / 3
+
+
+class BadInput(Exception):
+    """What the user typed cannot be used: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise BadInput(message)
+
+
+def default_record() -> Path:
+    """Where the record is kept when neither ``--record`` nor ``$DISPATCH_RECORD`` says."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "dispatch" / "record.sqlite"
+
+
+def open_record(where: str | None) -> RecordStore:
+    """The record store at ``where`` (a path or a PostgreSQL DSN), or the default one."""
+    where = where or os.environ.get("DISPATCH_RECORD") or str(default_record())
+    if where.startswith(("postgresql://", "postgres://")):
+        from dispatch_core import record
+
+        store = getattr(record, "PostgresRecordStore", None)
+        if store is None:
+            raise BadInput("this installation has no PostgreSQL record store")
+        opened: RecordStore = store(where)
+        return opened
+    path = Path(where).expanduser()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return SqliteRecordStore(str(path))
+
+
+def load_harness(name: str) -> Any:
+    """The harness registered under ``name`` in the ``dispatch.harnesses`` entry points."""
+    found = [e for e in importlib.metadata.entry_points(group=HARNESS_GROUP) if e.name == name]
+    if not found:
+        known = sorted(e.name for e in importlib.metadata.entry_points(group=HARNESS_GROUP))
+        raise BadInput(f"no harness {name!r}; known: {', '.join(known) or 'none'}")
+    factory = found[0].load()
+    return factory() if callable(factory) else factory
+
+
+def load_policy(path: str | None) -> Policy | None:
+    """The policy in ``path``: JSON, or TOML for a ``.toml`` file (``rules = [...]`` and
+    ``shared_checkpoint``)."""
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise BadInput(f"cannot read the policy {path}: {error.strerror}") from None
+    try:
+        data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise BadInput(f"the policy {path} is not valid {_format(path)}: {error}") from None
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "the policy"
+        raise BadInput(f"the policy {path}: {where}: {first['msg']}") from None
+
+
+def _format(path: str) -> str:
+    return "TOML" if path.endswith(".toml") else "JSON"
+
+
+def _env(pairs: Sequence[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq:
+            raise BadInput(f"--env takes NAME=VALUE, not {pair!r}")
+        env[name] = value
+    return env
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``dispatch`` argument parser."""
+    top = _Parser(
+        prog="dispatch",
+        description="Submit and supervise dispatch jobs, writing ahead to a record.",
+    )
+    commands = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    record_help = (
+        "the record: a SQLite path or a postgresql:// DSN (default: $DISPATCH_RECORD, else "
+        "$XDG_DATA_HOME/dispatch/record.sqlite, else ~/.local/share/dispatch/record.sqlite)"
+    )
+
+    submit = commands.add_parser(
+        "submit",
+        help="submit a job and supervise it",
+        description="Plan and submit CMD through a harness's backend, then supervise it until "
+        "idle (in-process harnesses: their cluster ends with this process).",
+    )
+    submit.add_argument("--harness", required=True, help="a dispatch.harnesses entry point name")
+    submit.add_argument("--policy", metavar="FILE", help="the recovery policy, JSON or .toml")
+    submit.add_argument("--record", metavar="PATH|DSN", help=record_help)
+    submit.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="with S above 0, each execution the in-process scheduler runs fails (exit 1) "
+        "with a chance of one in three, drawn from S (default 0: every execution succeeds)",
+    )
+    submit.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE", help="an env entry (repeat)"
+    )
+    submit.add_argument(
+        "--secret-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="an env name whose value is a credential: never written to the record (repeat)",
+    )
+    submit.add_argument("--work-dir", help="the job's working directory")
+    submit.add_argument("--nodes", type=int, default=1, help="how many nodes (default 1)")
+    submit.add_argument(
+        "--time-bound",
+        type=float,
+        metavar="SECONDS",
+        help="stop an execution running longer than this, as a failure with cause timeout",
+    )
+    submit.add_argument(
+        "--launch-retries", type=int, default=2, help="retries of a failed launch (default 2)"
+    )
+    submit.add_argument(
+        "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
+    )
+    submit.add_argument(
+        "--detach",
+        action="store_true",
+        help="return once submitted (only for a harness whose cluster outlives the process)",
+    )
+    submit.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD...")
+
+    status = commands.add_parser(
+        "status", help="show jobs from the record", description="Show jobs from the record."
+    )
+    status.add_argument("job", nargs="?", metavar="JOB", help="one job id (default: every job)")
+    status.add_argument("--json", action="store_true", help="JSON instead of a table")
+    status.add_argument("--record", metavar="PATH|DSN", help=record_help)
+
+    supervise = commands.add_parser(
+        "supervise",
+        help="supervise every unfinished job until idle",
+        description="Supervise every unfinished job of the record until idle, with progress.",
+    )
+    supervise.add_argument("--harness", required=True, help="a dispatch.harnesses entry point name")
+    supervise.add_argument("--record", metavar="PATH|DSN", help=record_help)
+    supervise.add_argument("--seed", type=int, default=0, metavar="S", help="as for submit")
+    supervise.add_argument(
+        "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
+    )
+    return top
+
+
+class Driver:
+    """The scheduler's part, for an in-process harness: before each step it lets every queued
+    object of the supervisor's jobs run and ends every running one (exit 0, or exit 1 with
+    :data:`FAILURE_CHANCE` when seeded), through the harness's fault injector, as its cluster's
+    scheduler would."""
+
+    def __init__(self, harness: Any, backend: Any, supervisor: Supervisor, seed: int) -> None:
+        self.faults = harness.faults(backend)
+        self.backend = backend
+        self.supervisor = supervisor
+        self.random = random.Random(seed) if seed > 0 else None
+
+    def __call__(self) -> None:
+        store = self.supervisor.store
+        for job in store.unfinished():
+            ref = status_of(rebuild(job, store.records(job))).ref
+            if ref is None:
+                continue
+            try:
+                seen = self.backend.open(ref)
+                if seen.state is State.QUEUED:
+                    self.faults.let_run(ref)
+                elif seen.state is State.RUNNING:
+                    fails = self.random is not None and self.random.random() < FAILURE_CHANCE
+                    self.faults.finish(ref, 1 if fails else 0)
+            except Exception:  # the scheduler's part may fail; the supervisor sees it
+                continue
+
+
+def _table(statuses: Sequence[Status]) -> str:
+    heads = ("JOB", "STATE", "CAUSE", "SUB", "ATTEMPT", "OBJECT", "DETAIL")
+    rows = [
+        (
+            str(s.job),
+            s.state.value,
+            s.cause.value,
+            str(s.submission),
+            str(s.attempt),
+            s.ref.id if s.ref is not None else "-",
+            s.detail
+            + (f" [identity weakened: {s.identity_weakened()}]" if s.identity_weakened() else ""),
+        )
+        for s in statuses
+    ]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(heads[:-1])]
+    lines = []
+    for row in [heads, *rows]:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def _exit_code(statuses: Sequence[Status]) -> int:
+    if any(s.finished and s.state is not State.SUCCEEDED for s in statuses):
+        return FAILED
+    if any(not s.finished for s in statuses):
+        return UNFINISHED
+    return 0
+
+
+def _out(line: str) -> None:
+    print(redact_text(line), flush=True)
+
+
+def _submit(args: argparse.Namespace) -> int:
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise BadInput("submit needs a command after --")
+    if args.nodes < 1:
+        raise BadInput(f"--nodes must be 1 or more, not {args.nodes}")
+    if args.launch_retries < 0:
+        raise BadInput(f"--launch-retries must be 0 or more, not {args.launch_retries}")
+    if args.time_bound is not None and not 0 < args.time_bound < float("inf"):
+        raise BadInput(f"--time-bound must be a number of seconds above 0, not {args.time_bound}")
+    policy = load_policy(args.policy)
+    try:
+        spec = JobSpec(
+            command=tuple(cmd),
+            env=_env(args.env),
+            secret_env=tuple(args.secret_env),
+            work_dir=args.work_dir,
+            nodes=args.nodes,
+        )
+    except ValidationError as error:
+        raise BadInput(f"the job: {error.errors()[0]['msg']}") from None
+    harness = load_harness(args.harness)
+    outlives = bool(getattr(harness, "outlives_process", False))
+    if args.detach and not outlives:
+        raise BadInput(
+            f"--detach: harness {args.harness} is in-process, its cluster ends with this "
+            "process; submit supervises it until idle instead"
+        )
+    backend = harness.new_backend()
+    store = open_record(args.record)
+    try:
+        supervisor = Supervisor(
+            backend,
+            store,
+            harness.clock(backend),
+            launch_retries=args.launch_retries,
+            progress=_out,
+        )
+        job = supervisor.submit(spec, policy, time_bound=args.time_bound)
+        _out(f"submitted {job}")
+        if not args.detach:
+            driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
+            supervisor.run_until_idle(args.max_steps, between=driver)
+        final = supervisor.status(job)
+        _out(_table([final]))
+        return 0 if args.detach else _exit_code([final])
+    finally:
+        store.close()
+
+
+def _status(args: argparse.Namespace) -> int:
+    store = open_record(args.record)
+    try:
+        if args.job is not None:
+            try:
+                jobs = [JobID.parse(args.job)]
+            except ValueError as error:
+                raise BadInput(str(error)) from None
+        else:
+            jobs = store.jobs()
+        statuses = []
+        for job in jobs:
+            entries = store.records(job)
+            if not entries:
+                raise BadInput(f"no job {job} in the record")
+            statuses.append(status_of(rebuild(job, entries)))
+    finally:
+        store.close()
+    if args.json:
+        payload: Any = [s.as_dict() for s in statuses]
+        if args.job is not None:
+            payload = payload[0]
+        _out(json.dumps(payload, indent=2))
+    elif statuses:
+        _out(_table(statuses))
+    else:
+        _out("no jobs in the record")
+    return _exit_code(statuses)
+
+
+def _supervise(args: argparse.Namespace) -> int:
+    harness = load_harness(args.harness)
+    backend = harness.new_backend()
+    store = open_record(args.record)
+    try:
+        supervisor = Supervisor(backend, store, harness.clock(backend), progress=_out)
+        outlives = bool(getattr(harness, "outlives_process", False))
+        driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
+        before = store.unfinished()
+        supervisor.run_until_idle(args.max_steps, between=driver)
+        statuses = [supervisor.status(job) for job in before]
+    finally:
+        store.close()
+    if statuses:
+        _out(_table(statuses))
+    else:
+        _out("no unfinished jobs in the record")
+    return _exit_code(statuses)
+
+
+COMMANDS: Final[dict[str, Callable[[argparse.Namespace], int]]] = {
+    "submit": _submit,
+    "status": _status,
+    "supervise": _supervise,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dispatch`` with ``argv`` (the process's arguments by default); the exit status."""
+    try:
+        args = parser().parse_args(argv)
+        if args.command is None:
+            raise BadInput("a command is needed: submit, status or supervise (see --help)")
+        return COMMANDS[args.command](args)
+    except BadInput as error:
+        print(f"dispatch: {redact_text(str(error))}", file=sys.stderr)
+        return BAD_INPUT
+    except (DispatchError, ValueError, OSError) as error:
+        line = " ".join(str(error).split())
+        print(f"dispatch: {redact_text(line)}", file=sys.stderr)
+        return BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())
