@@ -186,6 +186,7 @@ class Server:
         self.url = ""
         self.kubeconfig = ""
         self.api = Api(sim, "", self.stopped, logs)
+        self.api.follow_logs = realtime
 
     def stopped(self) -> bool:
         return self._stopping

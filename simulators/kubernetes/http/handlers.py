@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
@@ -20,6 +20,7 @@ from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.http import discovery, openapi, protobuf, tables
 from simulators.kubernetes.http import fields as served_fields
 from simulators.kubernetes.http.control import CONTROL
+from simulators.kubernetes.http.follow import LogFollow
 from simulators.kubernetes.http.routing import ResourceRoute, resource_route, served
 from simulators.kubernetes.http.watch import WatchStream
 from simulators.kubernetes.objects import JSON, meta
@@ -67,11 +68,17 @@ class Reply:
     lose: bool = False
 
 
+class Batches(Protocol):
+    """A stream's source: the next chunks to write (blocking), or None at its end."""
+
+    def next_batch(self) -> list[bytes] | None: ...
+
+
 @dataclass
 class Streamed:
-    """A watch answer: 200, then the stream's events, chunked."""
+    """A watch or followed-log answer: 200, then the stream's chunks."""
 
-    stream: WatchStream
+    stream: Batches
     content_type: str
 
 
@@ -164,6 +171,8 @@ class Api:
         self.host = host
         self.stopped = stopped
         self.logs = logs
+        self.follow_logs = False
+        """``follow=true`` streams a growing log (the server sets it in realtime mode)."""
 
     @property
     def resources(self) -> tuple[ResourceType, ...]:
@@ -482,7 +491,7 @@ class Api:
         still = self.sim.store.peek(r, ns, name) is not None
         return Reply(202 if still and options["orphan_false"] else 200, dump(done))
 
-    def _log(self, req: Request, ns: str, name: str) -> Reply:
+    def _log(self, req: Request, ns: str, name: str) -> Reply | Streamed:
         """``pods/log``: the container's log (pkg/registry/core/pod/strategy.go LogLocation)."""
         pod = self.sim.store.get(PODS, ns, name)
         spec = pod.get("spec", {})
@@ -505,6 +514,15 @@ class Api:
         elif container not in names and container not in inits:
             raise errors.bad_request(f"container {container} is not valid for pod {name}")
         tail = _int(req.query, "tailLines")
+        previous = _bool(req.query.get("previous"))
+        if self.follow_logs and _bool(req.query.get("follow")) and not previous:
+            timestamps = _bool(req.query.get("timestamps"))
+
+            def read(tail_lines: int | None) -> str:
+                return self.logs(self.sim, ns, name, container, False, tail_lines, timestamps)
+
+            follow = LogFollow(self.sim, ns, name, container, read, tail, self.stopped)
+            return Streamed(follow, TEXT_TYPE)
         text = self.logs(
             self.sim,
             ns,

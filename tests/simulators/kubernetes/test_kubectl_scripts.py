@@ -244,3 +244,53 @@ def test_exec_and_port_forward_say_they_are_not_modelled(
     done = kubectl(base, "port-forward", pod.strip(), "8080:29500")
     assert done.returncode == 1 and "port-forward into pod" in done.stderr
     ok(base, "delete", "-f", str(manifest))
+
+
+FOLLOWED = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: followed
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 1
+    image: busybox
+    env:
+    - name: KUBE_SIM_RUN_SECONDS
+      value: "20"
+    - name: KUBE_SIM_LOG
+      value: |
+        0:first
+        10:second
+        15:third
+"""
+
+
+def test_logs_follow_streams_until_the_container_ends_when_the_clock_moves(
+    base: list[str], sim: KubeSim, server: Server, tmp_path: Path
+) -> None:
+    """Realtime mode (follow_logs): before, ``logs -f`` answered what existed and closed."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(FOLLOWED)
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(3)
+    pod = ok(base, "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name=followed", "-o", "name")
+    server.api.follow_logs = True
+    try:
+        follower = subprocess.Popen(
+            [*base, "logs", "-f", pod.strip()], stdout=subprocess.PIPE, text=True
+        )
+        assert follower.stdout is not None
+        assert follower.stdout.readline() == "first\n"
+        assert follower.poll() is None  # still following: the container runs
+        sim.advance(12)
+        assert follower.stdout.readline() == "second\n"
+        sim.advance(30)  # third line, then the container completes and the stream ends
+        assert follower.stdout.read() == "third\n"
+        assert follower.wait(timeout=10) == 0
+    finally:
+        server.api.follow_logs = False
+    assert ok(base, "logs", "-f", pod.strip()) == "first\nsecond\nthird\n"  # virtual: at once
+    ok(base, "delete", "-f", str(manifest))
