@@ -36,13 +36,32 @@ def parse_timestamp(text: str) -> float:
     return float(calendar.timegm(time.strptime(text, TIME_FORMAT)))
 
 
+def _child(obj: JSON, key: str) -> JSON:
+    child = obj.get(key)
+    if not isinstance(child, dict):
+        child = {}
+        obj[key] = child
+    return child
+
+
 def meta(obj: JSON) -> JSON:
     """``obj["metadata"]``, made if missing."""
-    m = obj.get("metadata")
-    if not isinstance(m, dict):
-        m = {}
-        obj["metadata"] = m
-    return m
+    return _child(obj, "metadata")
+
+
+def ensure_status(obj: JSON) -> JSON:
+    """``obj["status"]``, made if missing (or not an object)."""
+    return _child(obj, "status")
+
+
+def remove_finalizer(obj: JSON, finalizer: str) -> None:
+    """Drop ``finalizer`` from ``metadata.finalizers``; the list goes when it is left empty."""
+    m = meta(obj)
+    kept = [f for f in m.get("finalizers") or [] if f != finalizer]
+    if kept:
+        m["finalizers"] = kept
+    else:
+        m.pop("finalizers", None)
 
 
 def name_of(obj: JSON) -> str:

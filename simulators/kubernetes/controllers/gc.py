@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from simulators.kubernetes.controllers.base import Controller
 from simulators.kubernetes.errors import ApiError
-from simulators.kubernetes.objects import JSON, meta, owner_references
+from simulators.kubernetes.objects import JSON, meta, owner_references, remove_finalizer
 from simulators.kubernetes.resources import NAMESPACES, RESOURCES, ResourceType, by_kind
 from simulators.kubernetes.store import FOREGROUND, ORPHAN, Event, Key, Propagation
 
@@ -125,15 +125,7 @@ class GarbageCollector(Controller):
                 self._delete(dep_type, dep, "Foreground")
         if blocking:
             return
-        m = meta(owner)
-
-        def drop(current: JSON) -> None:
-            cm = meta(current)
-            cm["finalizers"] = [f for f in cm.get("finalizers") or [] if f != FOREGROUND]
-            if not cm["finalizers"]:
-                del cm["finalizers"]
-
-        self._write(resource, str(m.get("namespace", "")), str(m.get("name")), drop)
+        self._drop_finalizer(resource, owner, FOREGROUND)
 
     def _orphan(self, resource: ResourceType, owner: JSON) -> None:
         uid = str(meta(owner).get("uid"))
@@ -149,13 +141,13 @@ class GarbageCollector(Controller):
                     cm.pop("ownerReferences", None)
 
             self._write(dep_type, str(dm.get("namespace", "")), str(dm.get("name")), strip)
+        self._drop_finalizer(resource, owner, ORPHAN)
+
+    def _drop_finalizer(self, resource: ResourceType, owner: JSON, finalizer: str) -> None:
         m = meta(owner)
 
         def drop(current: JSON) -> None:
-            cm = meta(current)
-            cm["finalizers"] = [f for f in cm.get("finalizers") or [] if f != ORPHAN]
-            if not cm["finalizers"]:
-                del cm["finalizers"]
+            remove_finalizer(current, finalizer)
 
         self._write(resource, str(m.get("namespace", "")), str(m.get("name")), drop)
 

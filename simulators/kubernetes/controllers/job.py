@@ -62,6 +62,7 @@ from simulators.kubernetes.objects import (
     meta,
     owner_reference,
     parse_timestamp,
+    remove_finalizer,
     set_condition,
     timestamp,
 )
@@ -607,12 +608,7 @@ class JobController(Controller):
 
     def _drop_finalizer(self, namespace: str, name: str) -> None:
         def change(current: JSON) -> None:
-            cm = meta(current)
-            kept = [f for f in cm.get("finalizers") or [] if f != TRACKING_FINALIZER]
-            if kept:
-                cm["finalizers"] = kept
-            else:
-                cm.pop("finalizers", None)
+            remove_finalizer(current, TRACKING_FINALIZER)
 
         with contextlib.suppress(ApiError):
             self.store.mutate(PODS, namespace, name, change)

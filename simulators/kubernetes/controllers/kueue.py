@@ -39,6 +39,7 @@ from simulators.kubernetes.objects import (
     clone,
     condition,
     controller_of,
+    ensure_status,
     is_true,
     labels_of,
     meta,
@@ -163,14 +164,6 @@ def gate_of(obj: JSON) -> str:
     return str(annotations_of(obj).get(GATE_ANNOTATION, ""))
 
 
-def _status(obj: JSON) -> JSON:
-    status = obj.get("status")
-    if not isinstance(status, dict):
-        status = {}
-        obj["status"] = status
-    return status
-
-
 def is_suspended(trainjob: JSON) -> bool:
     return bool(trainjob.get("spec", {}).get("suspend", False))
 
@@ -272,7 +265,7 @@ def sync_admitted(wl: JSON, now: float) -> bool:
         status, reason, message = True, "Admitted", "The workload is admitted"
     if is_admitted(wl) and not status and admitted is not None:
         since = parse_timestamp(str(admitted["lastTransitionTime"]))
-        status_obj = _status(wl)
+        status_obj = ensure_status(wl)
         status_obj["accumulatedPastExecutionTimeSeconds"] = int(
             status_obj.get("accumulatedPastExecutionTimeSeconds", 0)
         ) + int(now - since)
@@ -305,7 +298,7 @@ def evict(wl: JSON, reason: str, message: str, cause: str, now: float) -> None:
     """
     eviction_reason = f"{reason}DueTo{cause}" if reason == DEACTIVATED and cause else reason
     set_condition(wl, EVICTED, True, eviction_reason, message, now)
-    status = _status(wl)
+    status = ensure_status(wl)
     for key in ("clusterName", "nominatedClusterNames", "unhealthyNodes"):
         status.pop(key, None)
     checks = checks_of(wl)
@@ -924,9 +917,9 @@ class WorkloadController(_Retrying):
                         for n in wanted
                     ]
                     if checks:
-                        _status(obj)["admissionChecks"] = checks
+                        ensure_status(obj)["admissionChecks"] = checks
                     else:
-                        _status(obj).pop("admissionChecks", None)
+                        ensure_status(obj).pop("admissionChecks", None)
 
                 self._status(wl, sync)
                 return None
@@ -963,7 +956,7 @@ class WorkloadController(_Retrying):
 
                 def retried(obj: JSON) -> None:
                     if after:
-                        state = _status(obj).setdefault("requeueState", {})
+                        state = ensure_status(obj).setdefault("requeueState", {})
                         state["requeueAt"] = timestamp(max(after))
                     evict(obj, EVICTED_BY_ADMISSION_CHECK, text, "", now)
 
@@ -1215,7 +1208,7 @@ class KueueScheduler(_Retrying):
                         usage[(flavor, resource)] = usage.get((flavor, resource), 0) + value
 
                 def reserve(obj: JSON, admission: JSON = admission) -> None:
-                    _status(obj)["admission"] = admission
+                    ensure_status(obj)["admission"] = admission
                     set_condition(
                         obj,
                         QUOTA_RESERVED,
@@ -1381,7 +1374,7 @@ class KueueScheduler(_Retrying):
             for flavor, quotas in nominal
         ]
         wanted = clone(cq)
-        status = _status(wanted)
+        status = ensure_status(wanted)
         status["flavorsReservation"] = flavors
         status["flavorsUsage"] = clone(flavors)
         status["pendingWorkloads"] = pending
@@ -1401,7 +1394,7 @@ class KueueScheduler(_Retrying):
             key = (namespace_of(lq), name_of(lq))
             pending, reserving, admitted = self._lq_counts.get(key, [0, 0, 0])
             wanted = clone(lq)
-            status = _status(wanted)
+            status = ensure_status(wanted)
             status["pendingWorkloads"] = pending
             status["reservingWorkloads"] = reserving
             status["admittedWorkloads"] = admitted
