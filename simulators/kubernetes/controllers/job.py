@@ -683,38 +683,29 @@ def match_pod_failure_policy(policy: Any, pod: JSON) -> tuple[str | None, bool, 
     if not isinstance(policy, dict):
         return None, True, None
     m = meta(pod)
+    pod_path = f"{m.get('namespace')}/{m.get('name')}"
     for index, rule in enumerate(policy.get("rules") or []):
         action = str(rule.get("action", ""))
         on_exit = rule.get("onExitCodes")
-        if on_exit is not None:
+        patterns = rule.get("onPodConditions")
+        if on_exit is not None:  # a rule has one requirement or the other
             matched = _match_exit_codes(pod, on_exit)
             if matched is None:
                 continue
-            if action == "Ignore":
-                return None, False, action
-            if action == "FailJob":
-                return (
-                    f"Container {matched[0]} for pod {m.get('namespace')}/{m.get('name')} failed "
-                    f"with exit code {matched[1]} matching FailJob rule at index {index}",
-                    True,
-                    action,
-                )
-            return None, True, action
-        patterns = rule.get("onPodConditions")
-        if patterns is not None:
+            message = (
+                f"Container {matched[0]} for pod {pod_path} failed with exit code {matched[1]} "
+                f"matching FailJob rule at index {index}"
+            )
+        elif patterns is not None:
             found = _match_conditions(pod, patterns)
             if found is None:
                 continue
-            if action == "Ignore":
-                return None, False, action
-            if action == "FailJob":
-                return (
-                    f"Pod {m.get('namespace')}/{m.get('name')} has condition {found} matching "
-                    f"FailJob rule at index {index}",
-                    True,
-                    action,
-                )
-            return None, True, action
+            message = f"Pod {pod_path} has condition {found} matching FailJob rule at index {index}"
+        else:
+            continue
+        if action == "Ignore":
+            return None, False, action
+        return (message if action == "FailJob" else None), True, action
     return None, True, None
 
 
