@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from simulators.kubernetes.validation import is_qualified_name, is_valid_label_value
+
 __all__ = [
     "FieldRequirement",
     "FieldSelector",
@@ -25,94 +27,6 @@ __all__ = [
 
 class SelectorError(ValueError):
     """A selector the API server refuses; ``str()`` is its message."""
-
-
-# --- validation (k8s.io/apimachinery/pkg/util/validation, v0.32) -----------------------------
-
-_QNAME_FMT: Final = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_QNAME_MSG: Final = (
-    "must consist of alphanumeric characters, '-', '_' or '.', "
-    "and must start and end with an alphanumeric character"
-)
-_QNAME_RE: Final = re.compile(_QNAME_FMT)
-_VALUE_FMT: Final = f"({_QNAME_FMT})?"
-_VALUE_MSG: Final = (
-    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-_VALUE_RE: Final = re.compile(_VALUE_FMT)
-_DNS1123_LABEL: Final = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT: Final = rf"{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*"
-_DNS1123_SUBDOMAIN_MSG: Final = (
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
-    "'.', and must start and end with an alphanumeric character"
-)
-_DNS1123_SUBDOMAIN_RE: Final = re.compile(_DNS1123_SUBDOMAIN_FMT)
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    shown = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {shown}regex used for validation is '{fmt}')"
-
-
-def _blen(text: str) -> int:
-    """Length in bytes, as Go's ``len`` counts a string."""
-    return len(text.encode("utf-8", "surrogatepass"))
-
-
-def _full(pattern: re.Pattern[str], text: str) -> bool:
-    # Go's RE2 ``^...$`` anchors at the ends of the text only: fullmatch, never ``$``.
-    return pattern.fullmatch(text) is not None
-
-
-def _subdomain_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if _blen(value) > 253:
-        errs.append("must be no more than 253 characters")
-    if not _full(_DNS1123_SUBDOMAIN_RE, value):
-        errs.append(_regex_error(_DNS1123_SUBDOMAIN_MSG, _DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
-
-
-def _label_key_errors(key: str) -> list[str]:
-    """``validation.IsQualifiedName``: ``[prefix/]name``."""
-    errs: list[str] = []
-    parts = key.split("/")
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            errs.append("prefix part must be non-empty")
-        else:
-            errs.extend("prefix part " + m for m in _subdomain_errors(prefix))
-    else:
-        return [
-            "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-            + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-        ]
-    if not name:
-        errs.append("name part must be non-empty")
-    elif _blen(name) > 63:
-        errs.append("name part must be no more than 63 characters")
-    if not _full(_QNAME_RE, name):
-        errs.append(
-            "name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
-        )
-    return errs
-
-
-def _label_value_errors(value: str) -> list[str]:
-    """``validation.IsValidLabelValue``."""
-    errs: list[str] = []
-    if _blen(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _full(_VALUE_RE, value):
-        errs.append(_regex_error(_VALUE_MSG, _VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
 
 
 _GO_ESCAPES: Final = {
@@ -222,7 +136,7 @@ def _new_requirement(key: str, op: str, values: list[str], path: str = "") -> Re
     """``labels.NewRequirement``: validate the key, the value count and each value."""
     prefix = f"{path}." if path else ""
     errs: list[str] = []
-    key_errs = _label_key_errors(key)
+    key_errs = is_qualified_name(key)
     if key_errs:
         errs.append(_invalid(prefix + "key", key, "; ".join(key_errs)))
     values_path = prefix + "values"
@@ -248,7 +162,7 @@ def _new_requirement(key: str, op: str, values: list[str], path: str = "") -> Re
                     )
                 )
     for i, v in enumerate(values):
-        value_errs = _label_value_errors(v)
+        value_errs = is_valid_label_value(v)
         if value_errs:
             errs.append(_invalid(f"{values_path}[{i}][{key}]", v, "; ".join(value_errs)))
     if errs:
@@ -385,7 +299,7 @@ class _Parser:
             tok, lit = self.consume()
         if tok != _ID:
             raise SelectorError(f"found '{lit}', expected: identifier")
-        key_errs = _label_key_errors(lit)
+        key_errs = is_qualified_name(lit)
         if key_errs:
             raise SelectorError(_invalid("<nil>", lit, "; ".join(key_errs)))
         if self.lookahead()[0] in (_EOS, _COMMA) and op != "!":

@@ -48,6 +48,7 @@ from simulators.kubernetes.objects import (
 )
 from simulators.kubernetes.resources import NAMESPACES, PODS, RESOURCES, ResourceType
 from simulators.kubernetes.selectors import FieldSelector, LabelSelector
+from simulators.kubernetes.validation import is_dns1123_subdomain
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 Operation = Literal["CREATE", "UPDATE", "DELETE"]
@@ -789,13 +790,8 @@ def _decode_continue(token: str) -> Key:
         raise errors.bad_request(f"invalid continue token: {token!r}") from None
 
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-
-
 def _validate_name(resource: ResourceType, obj: JSON, name: str) -> None:
-    """A name is required and must be a DNS subdomain (RFC 1123), at most 253 characters."""
-    import re
-
+    """A name is required and must be a DNS subdomain (validation.IsDNS1123Subdomain)."""
     if not name:
         raise errors.invalid(
             resource.kind,
@@ -809,20 +805,13 @@ def _validate_name(resource: ResourceType, obj: JSON, name: str) -> None:
                 )
             ],
         )
-    if len(name) > 253 or not re.fullmatch(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*", name):
+    problems = is_dns1123_subdomain(name)
+    if problems:
         raise errors.invalid(
             resource.kind,
             resource.group,
             name,
-            [
-                Cause(
-                    "metadata.name",
-                    f'Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist of '
-                    "lower case alphanumeric characters, '-' or '.', and must start and end with "
-                    "an alphanumeric character (e.g. 'example.com', regex used for validation is "
-                    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                )
-            ],
+            [Cause("metadata.name", f'Invalid value: "{name}": {p}') for p in problems],
         )
     del obj
 

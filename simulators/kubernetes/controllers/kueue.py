@@ -24,7 +24,6 @@ finalizer, AdmissionCheck ``Active`` gating the ClusterQueue, queue ``stopPolicy
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Iterable
 from fractions import Fraction
 from typing import Any, Final
@@ -62,6 +61,7 @@ from simulators.kubernetes.resources import (
     ResourceType,
 )
 from simulators.kubernetes.store import Event, Key, Store
+from simulators.kubernetes.validation import is_dns1123_label
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 """pkg/controller/constants/constants.go QueueLabel [K8]."""
@@ -735,7 +735,7 @@ class KueueJobController(_Retrying):
                 tolerations.extend(clone(flavor.get("spec", {}).get("tolerations") or []))
             labels[PODSET_LABEL] = ps_name
             labels[LOCAL_QUEUE_LABEL] = str(wl.get("spec", {}).get("queueName", ""))
-            if re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", cq_name) and len(cq_name) <= 63:
+            if not is_dns1123_label(cq_name):
                 labels[CLUSTER_QUEUE_LABEL] = cq_name
             for check in checks_of(wl):
                 for update in check.get("podSetUpdates") or []:

@@ -29,7 +29,6 @@ volumes, scheduling cycles and their timing (binding is immediate).
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any, ClassVar, Final
@@ -41,6 +40,7 @@ from simulators.kubernetes.objects import JSON, meta, set_condition
 from simulators.kubernetes.quantity import QuantityError, pod_requests, quantity
 from simulators.kubernetes.resources import NODES, PODS, ResourceType
 from simulators.kubernetes.store import Event, Key, Request
+from simulators.kubernetes.validation import is_dns1123_label
 
 NOT_READY_TAINT: Final = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT: Final = "node.kubernetes.io/unreachable"
@@ -288,7 +288,6 @@ def fit_error(total: int, histogram: dict[str, int], verdicts: dict[str, int]) -
     )
 
 
-_DNS_LABEL: Final = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DEFAULT_TOLERATIONS: Final = (
     {
         "key": NOT_READY_TAINT,
@@ -329,14 +328,9 @@ class PodValidation:
             cname = container.get("name")
             if not cname:
                 causes.append(Cause(f"{path}.name", "Required value", "FieldValueRequired"))
-            elif not isinstance(cname, str) or len(cname) > 63 or not _DNS_LABEL.fullmatch(cname):
-                causes.append(
-                    Cause(
-                        f"{path}.name",
-                        f'Invalid value: "{cname}": a lowercase RFC 1123 label must consist of '
-                        "lower case alphanumeric characters or '-', and must start and end with "
-                        "an alphanumeric character",
-                    )
+            elif problems := is_dns1123_label(cname if isinstance(cname, str) else ""):
+                causes.extend(
+                    Cause(f"{path}.name", f'Invalid value: "{cname}": {p}') for p in problems
                 )
             elif cname in seen:
                 causes.append(

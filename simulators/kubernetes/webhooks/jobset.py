@@ -14,21 +14,15 @@ nodeSelector, tolerations and schedulingGates; ``spec.managedBy`` is immutable. 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Final
 
 from simulators.kubernetes.errors import ApiError, Cause, invalid
 from simulators.kubernetes.objects import JSON, clone, name_of
 from simulators.kubernetes.resources import JOBSETS
 from simulators.kubernetes.store import Request
+from simulators.kubernetes.validation import LABEL_MAX, is_dns1035_label, max_len_error
 
 VALIDATING: Final = "vjobset.kb.io"
-DNS1035: Final = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
-DNS1035_MESSAGE: Final = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
 JOB_NAME_TOO_LONG: Final = (
     "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
 )
@@ -175,12 +169,7 @@ def validate_create(js: JSON) -> list[Cause]:
 
 def _dns1035(value: str, too_long: str) -> list[str]:
     """validation.IsDNS1035Label, its length message replaced as J5 replaces it."""
-    out: list[str] = []
-    if len(value) > 63:
-        out.append(too_long)
-    if not DNS1035.fullmatch(value):
-        out.append(DNS1035_MESSAGE)
-    return out
+    return [too_long if m == max_len_error(LABEL_MAX) else m for m in is_dns1035_label(value)]
 
 
 MUTABLE_WHILE_SUSPENDED: Final = ("nodeSelector", "tolerations", "schedulingGates")

@@ -39,14 +39,13 @@ from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.objects import JSON, annotations_of, labels_of, namespace_of
 from simulators.kubernetes.resources import TRAINJOBS, WORKLOADS
 from simulators.kubernetes.store import Request
+from simulators.kubernetes.validation import is_dns1123_subdomain
 
 TRAINJOB_VALIDATOR: Final = "vtrainjob.kb.io"
 WORKLOAD_VALIDATOR: Final = "vworkload.kb.io"
 GATE_PATH: Final = f"metadata.annotations[{GATE_ANNOTATION}]"
 QUEUE_PATH: Final = f"metadata.labels[{QUEUE_LABEL}]"
 MAX_GATE_NAME: Final = 63
-_DNS_LABEL: Final = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN: Final = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
 _PATH_SEGMENT: Final = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
 
 
@@ -81,17 +80,9 @@ def _domain_prefixed_path(gate: str) -> list[str]:
             f"{GATE_PATH}: Invalid value: {_render(gate)}: must be a domain-prefixed path "
             '(such as "acme.io/foo")'
         ]
-    if len(host) > 253:
-        out.append(
-            f"{GATE_PATH}: Invalid value: {_render(host)}: must be no more than 253 characters"
-        )
-    if not _DNS_SUBDOMAIN.fullmatch(host):
-        out.append(
-            f"{GATE_PATH}: Invalid value: {_render(host)}: a lowercase RFC 1123 subdomain must "
-            "consist of lower case alphanumeric characters, '-' or '.', and must start and end "
-            "with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-            "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        )
+    out.extend(
+        f"{GATE_PATH}: Invalid value: {_render(host)}: {m}" for m in is_dns1123_subdomain(host)
+    )
     if not _PATH_SEGMENT.fullmatch(path):
         out.append(
             f"{GATE_PATH}: Invalid value: {_render(path)}: Invalid path (regex used for "

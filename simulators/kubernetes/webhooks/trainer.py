@@ -23,7 +23,6 @@ kubeflow/trainer v2.3.0, in the order the API server runs them:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -38,11 +37,11 @@ from simulators.kubernetes.errors import ApiError, Cause, invalid
 from simulators.kubernetes.objects import JSON, clone, name_of, namespace_of, timestamp
 from simulators.kubernetes.resources import JOBSETS, TRAINER, TRAINJOBS
 from simulators.kubernetes.store import Request, Store
+from simulators.kubernetes.validation import DNS1035_LABEL_RE
 from simulators.kubernetes.webhooks.jobset import go_value
 
 VALIDATOR: Final = "validator.trainjob.trainer.kubeflow.org"
 MANAGERS: Final = (TRAINER_CONTROLLER, "kueue.x-k8s.io/multikueue")
-RFC1035: Final = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 TORCH_RESERVED: Final = frozenset(
     {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
 )
@@ -113,7 +112,7 @@ def cel_causes(tj: JSON, old: JSON | None) -> list[Cause]:
     """The CRD's x-kubernetes-validations [T1]; transition rules only where both sides exist."""
     causes: list[Cause] = []
     name = name_of(tj)
-    if not RFC1035.match(name):
+    if not DNS1035_LABEL_RE.fullmatch(name):
         causes.append(
             Cause(
                 "<nil>",
