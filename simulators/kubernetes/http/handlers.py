@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
 from simulators.kubernetes.errors import ApiError
-from simulators.kubernetes.http import discovery, openapi, protobuf, tables
+from simulators.kubernetes.http import discovery, dryrun, openapi, protobuf, tables
 from simulators.kubernetes.http import fields as served_fields
 from simulators.kubernetes.http.control import CONTROL
 from simulators.kubernetes.http.follow import LogFollow
@@ -35,6 +35,7 @@ JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 REFUSED: Final = "the simulator refused this request before it applied (fault refuse_next)"
 
+WRITES: Final = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 SERVER_SIDE_APPLY: Final = ("application/apply-patch+yaml", "application/apply-patch+cbor")
 NO_SERVER_SIDE_APPLY: Final = (
     "server-side apply is not modelled by this simulator: use client-side apply "
@@ -172,6 +173,7 @@ class Api:
         self.stopped = stopped
         self.logs = logs
         self.follow_logs = False
+        self._dry = False
         """``follow=true`` streams a growing log (the server sets it in realtime mode)."""
 
     @property
@@ -280,7 +282,18 @@ class Api:
             if fault.code == 409:
                 raise errors.conflict(r.plural, r.group, route.name or "", REFUSED)
             raise errors.internal(REFUSED)
-        answer = self._apply(verb, req, route)
+        dry = verb in WRITES and dryrun.requested(req.query)
+        if verb in ("delete", "deletecollection") and not dry:
+            dry = dryrun.in_options(self._delete_body(req))  # kubectl delete puts it there
+        if dry:
+            with dryrun.sandbox(self.sim.store):
+                self._dry = True
+                try:
+                    answer = self._apply(verb, req, route)
+                finally:
+                    self._dry = False
+        else:
+            answer = self._apply(verb, req, route)
         if fault is not None and fault.kind == "lose_reply":
             return Reply(0, b"", None, lose=True)
         return answer
@@ -327,12 +340,12 @@ class Api:
         if verb == "create":
             obj = self._body_object(req, r)
             made = store.create(r, ns, obj)
-            self.sim.runner.settle()
+            self._settle()
             return self._object(req, r, made, 201)
         if verb == "update":
             obj = self._body_object(req, r)
             done = store.update(r, ns, name, obj, subresource=sub)
-            self.sim.runner.settle()
+            self._settle()
             return self._object(req, r, done)
         if verb == "patch":
             content_type = req.content_type.split(";")[0].strip().lower()
@@ -344,7 +357,7 @@ class Api:
             if not pm.get("resourceVersion"):
                 pm["resourceVersion"] = meta(current).get("resourceVersion")
             done = store.update(r, ns, name, patched, subresource=sub)
-            self.sim.runner.settle()
+            self._settle()
             return self._object(req, r, done)
         if verb == "delete":
             return self._delete(req, r, ns, name)
@@ -363,7 +376,7 @@ class Api:
                         grace_seconds=options["grace"],
                     )
                 )
-            self.sim.runner.settle()
+            self._settle()
             deleted: JSON = {
                 "apiVersion": r.api_version,
                 "kind": r.list_kind,
@@ -372,6 +385,11 @@ class Api:
             }
             return Reply(200, dump(deleted))
         raise errors.method_not_allowed()
+
+    def _settle(self) -> None:
+        """Let the controllers react to a write (not to a dry run: nothing changed)."""
+        if not self._dry:
+            self.sim.runner.settle()
 
     def _object(self, req: Request, r: ResourceType, obj: JSON, code: int = 200) -> Reply:
         if tables.wants_table(req.accept):
@@ -440,7 +458,7 @@ class Api:
         )
         return Streamed(stream, tables.TABLE_CONTENT_TYPE if as_table else JSON_TYPE)
 
-    def _delete_options(self, req: Request) -> dict[str, Any]:
+    def _delete_body(self, req: Request) -> JSON:
         body: Any
         if not req.body.strip():
             body = {}
@@ -450,6 +468,10 @@ class Api:
             body = decode_body(req.body)
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request is not a DeleteOptions object")
+        return body
+
+    def _delete_options(self, req: Request) -> dict[str, Any]:
+        body = self._delete_body(req)
         pre = body.get("preconditions") or {}
         policy = req.query.get("propagationPolicy") or body.get("propagationPolicy")
         orphan = req.query.get("orphanDependents", body.get("orphanDependents"))
@@ -487,7 +509,7 @@ class Api:
             propagation=options["propagation"],
             grace_seconds=options["grace"],
         )
-        self.sim.runner.settle()
+        self._settle()
         still = self.sim.store.peek(r, ns, name) is not None
         return Reply(202 if still and options["orphan_false"] else 200, dump(done))
 

@@ -196,7 +196,7 @@ def decode_object(body: bytes) -> JSON:
 
 def decode_delete_options(body: bytes) -> JSON:
     """DeleteOptions: 1 gracePeriodSeconds, 2 preconditions {1 uid, 2 resourceVersion},
-    3 orphanDependents, 4 propagationPolicy."""
+    3 orphanDependents, 4 propagationPolicy, 5 dryRun."""
     api_version, kind, raw = _unknown(body)
     if kind not in ("", "DeleteOptions"):
         raise _refuse(f"a protobuf {kind} where DeleteOptions were expected")
@@ -217,4 +217,6 @@ def decode_delete_options(body: bytes) -> JSON:
         out["orphanDependents"] = bool(f[3][-1])
     if 4 in f and _str(f[4][-1]):
         out["propagationPolicy"] = _str(f[4][-1])
+    if 5 in f:
+        out["dryRun"] = [_str(v) for v in f[5]]
     return out

@@ -294,3 +294,38 @@ def test_logs_follow_streams_until_the_container_ends_when_the_clock_moves(
         server.api.follow_logs = False
     assert ok(base, "logs", "-f", pod.strip()) == "first\nsecond\nthird\n"  # virtual: at once
     ok(base, "delete", "-f", str(manifest))
+
+
+def test_server_dry_run_and_diff_store_nothing(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    """Before: --dry-run=server created, labelled and deleted for real (namespaces included)."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: dry\n---\n")
+    ok(base, "apply", "-f", str(manifest))
+    manifest.write_text(TRAINJOB.format(name="dry", namespace="dry", seconds=5))
+    with sim.lock:
+        revision, rng = sim.store.revision, sim.store.rng.getstate()
+    out = ok(base, "apply", "-f", str(manifest), "--dry-run=server")
+    assert out.strip() == "trainjob.trainer.kubeflow.org/dry created (server dry run)"
+    out = ok(base, "create", "-f", str(manifest), "--dry-run=server", "-o", "name")
+    assert out.strip() == "trainjob.trainer.kubeflow.org/dry"
+    assert ok(base, "delete", "ns", "dry", "--dry-run=server").strip() == (
+        'namespace "dry" deleted (server dry run)'
+    )
+    ok(base, "label", "ns", "dry", "x=y", "--dry-run=server")
+    with sim.lock:
+        assert (sim.store.revision, sim.store.rng.getstate()) == (revision, rng)
+    assert kubectl(base, "get", "tj", "-n", "dry").stderr.strip() == (
+        "No resources found in dry namespace."
+    )
+    ok(base, "apply", "-f", str(manifest))
+    changed = manifest.read_text().replace(
+        "  namespace: dry\n", "  namespace: dry\n  labels:\n    team: a\n"
+    )
+    manifest.write_text(changed)
+    diff = kubectl(base, "diff", "-f", str(manifest))
+    assert diff.returncode == 1, diff.stderr  # 1: differences found
+    assert "+  labels:\n+    team: a\n" in diff.stdout
+    assert ok(base, "get", "tj", "dry", "-n", "dry", "-o", "jsonpath={.metadata.labels}") == ""
+    ok(base, "delete", "ns", "dry")
