@@ -320,6 +320,7 @@ def _submit(args: argparse.Namespace) -> int:
             driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
             supervisor.run_until_idle(args.max_steps, between=driver)
         final = supervisor.status(job)
+        supervisor.close()
         _out(_table([final]))
         return 0 if args.detach else _exit_code([final])
     finally:
@@ -367,6 +368,7 @@ def _supervise(args: argparse.Namespace) -> int:
         before = store.unfinished()
         supervisor.run_until_idle(args.max_steps, between=driver)
         statuses = [supervisor.status(job) for job in before]
+        supervisor.close()
     finally:
         store.close()
     if statuses:

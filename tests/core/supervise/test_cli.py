@@ -1,0 +1,159 @@
+"""The host CLI ``dispatch``: submit, status and supervise through a subprocess with a
+temporary record, the default record path under the user's data directory, and bad input
+(one line on stderr, exit status 2, never a traceback)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dispatch_core.supervise import cli
+
+SECRET = "Zq9sup3rSecretValue"
+
+
+def dispatch(
+    *args: str, home: Path, record: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "DISPATCH_RECORD"}
+    env["XDG_DATA_HOME"] = str(home)
+    argv = [sys.executable, "-m", "dispatch_core.supervise.cli", *args]
+    if record is not None:
+        argv[3:3] = []  # the record is given per command below
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+def test_submit_then_status_on_the_default_record(tmp_path: Path) -> None:
+    done = dispatch("submit", "--harness", "memory-slurm", "--", "echo", "hi", home=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "intent: submission 1, attempt 1" in done.stdout
+    assert "terminal: succeeded" in done.stdout
+    assert (tmp_path / "dispatch" / "record.sqlite").is_file()
+    job = next(line.split()[1] for line in done.stdout.splitlines() if line.startswith("submitted"))
+    table = dispatch("status", home=tmp_path)
+    assert table.returncode == 0, table.stderr
+    head, row = table.stdout.splitlines()
+    assert head.split()[:5] == ["JOB", "STATE", "CAUSE", "SUB", "ATTEMPT"]
+    assert row.split()[:5] == [job, "succeeded", "none", "1", "1"]
+    one = dispatch("status", job, "--json", home=tmp_path)
+    assert one.returncode == 0
+    data = json.loads(one.stdout)
+    assert (data["job"], data["state"], data["finished"]) == (job, "succeeded", True)
+    assert data["identity_weakened"] == ""
+
+
+def test_submit_on_slurm_sim_with_a_toml_policy_and_a_seed(tmp_path: Path) -> None:
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[[rules]]\nkind = "resubmit"\nbudget = 3\n')
+    record = tmp_path / "r.sqlite"
+    done = dispatch(
+        "submit", "--harness", "slurm-sim", "--policy", str(policy), "--record", str(record),
+        "--seed", "4", "--env", f"API_TOKEN={SECRET}", "--secret-env", "API_TOKEN",
+        "--", "sh", "-c", f"curl https://bob:{SECRET}@example.org/x",
+        home=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "resubmit (rule 0) on exit_code" in done.stdout  # seed 4 fails the first execution
+    assert "intent: submission 2, attempt 2" in done.stdout
+    assert SECRET not in done.stdout + done.stderr
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("r.sqlite"))
+    assert SECRET.encode() not in stored and b"example.org" in stored
+
+
+def test_supervise_finishes_what_a_submit_left(tmp_path: Path) -> None:
+    record = tmp_path / "r.sqlite"
+    left = dispatch(
+        "submit", "--harness", "memory-slurm", "--record", str(record), "--max-steps", "1",
+        "--", "true", home=tmp_path,
+    )  # fmt: skip
+    assert left.returncode == 3, left.stderr  # not finished
+    # An in-process cluster ends with its process: the next one cannot read the object, so its
+    # end is evidence lost, never a success.
+    done = dispatch(
+        "supervise", "--harness", "memory-slurm", "--record", str(record), home=tmp_path
+    )
+    assert done.returncode == 1, done.stderr
+    assert "terminal: failed/evidence_lost" in done.stdout
+    again = dispatch(
+        "supervise", "--harness", "memory-slurm", "--record", str(record), home=tmp_path
+    )
+    assert again.returncode == 0 and "no unfinished jobs" in again.stdout
+
+
+def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    done = dispatch("submit", "--harness", "no-such-harness", "--", "true", home=tmp_path)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert "no harness 'no-such-harness'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["frobnicate"],
+        ["submit", "--harness", "memory-slurm"],
+        ["submit", "--harness", "memory-slurm", "--"],
+        ["submit", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--nodes", "0", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--nodes", "two", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--env", "NOEQUALS", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--env", "DISPATCH_JOB=1", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--secret-env", "UNSET", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--policy", "MISSING", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--policy", "BADJSON", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--policy", "BADRULE", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--policy", "REQUEUE", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--time-bound", "-1", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--detach", "--", "true"],
+        ["status", "not-a-job"],
+        ["status", "01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+        ["supervise"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.delenv("DISPATCH_RECORD", raising=False)
+    files = {
+        "MISSING": tmp_path / "missing.json",
+        "BADJSON": tmp_path / "bad.json",
+        "BADRULE": tmp_path / "rule.json",
+        "REQUEUE": tmp_path / "requeue.json",
+    }
+    files["BADJSON"].write_text("{rules: ")
+    files["BADRULE"].write_text('{"rules": [{"kind": "teleport"}]}')
+    files["REQUEUE"].write_text('{"rules": [{"kind": "requeue"}]}')  # memory cannot requeue
+    argv = [str(files[a]) if a in files else a for a in argv]
+    assert cli.main(argv) == 2
+    out = capsys.readouterr()
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dispatch: "), out.err
+    assert "Traceback" not in out.err
+
+
+@pytest.mark.parametrize("command", ["submit", "status", "supervise"])
+def test_help_answers_every_option(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([command, "--help"])
+    assert exited.value.code == 0
+    text = capsys.readouterr().out
+    sub = next(
+        a
+        for a in cli.parser()._subparsers._group_actions[0].choices.items()
+        if a[0] == command  # type: ignore[union-attr]
+    )[1]
+    for action in sub._actions:
+        for option in action.option_strings:
+            assert option in text
+        if action.help is not None and action.option_strings:
+            assert action.help.split()[0] in text
