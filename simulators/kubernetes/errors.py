@@ -138,3 +138,25 @@ def internal(message: str) -> ApiError:
 
 def route_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+def aggregate(messages: list[str]) -> str:
+    """utilerrors.Aggregate's Error(): one message alone, else the unique ones in brackets."""
+    unique = list(dict.fromkeys(messages))
+    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
+
+
+def webhook_denied(webhook: str, error: ApiError | list[str]) -> ApiError:
+    """A validating webhook's refusal as the API server words it (webhookerrors.ToStatusErr).
+
+    An :class:`ApiError` keeps its code, reason and details; a list of messages (what
+    controller-runtime's ``admission.Denied`` sends) is a 403 Forbidden of their aggregate.
+    """
+    if isinstance(error, list):
+        error = ApiError(403, "Forbidden", aggregate(error))
+    return ApiError(
+        error.code,
+        error.reason,
+        f'admission webhook "{webhook}" denied the request: {error.message}',
+        error.details,
+    )

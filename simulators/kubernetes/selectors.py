@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from simulators.kubernetes.errors import aggregate
 from simulators.kubernetes.validation import is_qualified_name, is_valid_label_value
 
 __all__ = [
@@ -68,12 +69,6 @@ def go_quote(text: str) -> str:
 def _invalid(path: str, value: str, detail: str) -> str:
     """``field.Invalid(path, value, detail).Error()``."""
     return f"{path}: Invalid value: {go_quote(value)}: {detail}"
-
-
-def _aggregate(messages: list[str]) -> str:
-    """``field.ErrorList.ToAggregate().Error()``: duplicates dropped, several in brackets."""
-    unique = list(dict.fromkeys(messages))
-    return unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
 
 
 def _parse_int64(text: str) -> int | None:
@@ -166,7 +161,7 @@ def _new_requirement(key: str, op: str, values: list[str], path: str = "") -> Re
         if value_errs:
             errs.append(_invalid(f"{values_path}[{i}][{key}]", v, "; ".join(value_errs)))
     if errs:
-        raise SelectorError(_aggregate(errs))
+        raise SelectorError(aggregate(errs))
     return Requirement(key, op, tuple(sorted(set(values))))
 
 

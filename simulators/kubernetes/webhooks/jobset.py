@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from simulators.kubernetes.errors import ApiError, Cause, invalid
+from simulators.kubernetes.errors import Cause, invalid, webhook_denied
 from simulators.kubernetes.objects import JSON, clone, name_of
 from simulators.kubernetes.resources import JOBSETS
 from simulators.kubernetes.store import Request
@@ -52,16 +52,6 @@ def go_value(value: Any) -> str:
     if value is None:
         return "null"
     return json.dumps(value, separators=(",", ":"))
-
-
-def denied(webhook: str, error: ApiError) -> ApiError:
-    """The API server's wording of a webhook's refusal (apiserver webhookerrors.ToStatusErr)."""
-    return ApiError(
-        error.code,
-        error.reason,
-        f'admission webhook "{webhook}" denied the request: {error.message}',
-        error.details,
-    )
 
 
 def internal_cause(message: str) -> Cause:
@@ -234,7 +224,7 @@ class JobSetWebhook:
             causes = validate_update(request.old, request.object)
         if causes:
             error = invalid(JOBSETS.kind, JOBSETS.group, name_of(request.object), causes)
-            raise denied(VALIDATING, error)
+            raise webhook_denied(VALIDATING, error)
 
 
-__all__ = ["JobSetWebhook", "default_jobset", "denied", "go_value", "validate_update"]
+__all__ = ["JobSetWebhook", "default_jobset", "go_value", "validate_update"]

@@ -35,7 +35,7 @@ from simulators.kubernetes.controllers.kueue import (
     UNMANAGED_NAMESPACES,
     empty_kueue_patch,
 )
-from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.errors import webhook_denied
 from simulators.kubernetes.objects import JSON, annotations_of, labels_of, namespace_of
 from simulators.kubernetes.resources import TRAINJOBS, WORKLOADS
 from simulators.kubernetes.store import Request
@@ -47,12 +47,6 @@ GATE_PATH: Final = f"metadata.annotations[{GATE_ANNOTATION}]"
 QUEUE_PATH: Final = f"metadata.labels[{QUEUE_LABEL}]"
 MAX_GATE_NAME: Final = 63
 _PATH_SEGMENT: Final = re.compile(r"[A-Za-z0-9/\-._~%!$&'()*+,;=:]+")
-
-
-def denied(webhook: str, errors: list[str]) -> ApiError:
-    """403 Forbidden as the API server reports a validating webhook's refusal."""
-    text = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
-    return ApiError(403, "Forbidden", f'admission webhook "{webhook}" denied the request: {text}')
 
 
 def _render(value: Any) -> str:
@@ -150,11 +144,11 @@ class KueueTrainJobWebhook:
             self.default(obj)
             errors = validate_gate_format(str(annotations_of(obj).get(GATE_ANNOTATION, "")))
             if errors:
-                raise denied(TRAINJOB_VALIDATOR, errors)
+                raise webhook_denied(TRAINJOB_VALIDATOR, errors)
         elif request.operation == "UPDATE" and request.old is not None:
             errors = self.validate_update(request.old, obj)
             if errors:
-                raise denied(TRAINJOB_VALIDATOR, errors)
+                raise webhook_denied(TRAINJOB_VALIDATOR, errors)
 
     def default(self, trainjob: JSON) -> None:
         """TrainJobWebhook.Default [K3]: suspend when managed; always append Kueue's patch."""
@@ -187,7 +181,7 @@ class KueueWorkloadWebhook:
             return
         errors = self.validate_update(request.old, request.object)
         if errors:
-            raise denied(WORKLOAD_VALIDATOR, errors)
+            raise webhook_denied(WORKLOAD_VALIDATOR, errors)
 
     def validate_update(self, old: JSON, new: JSON) -> list[str]:
         errors: list[str] = []

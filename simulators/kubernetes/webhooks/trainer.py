@@ -33,7 +33,7 @@ from simulators.kubernetes.controllers.trainer import (
     runtime_ref,
     runtime_type,
 )
-from simulators.kubernetes.errors import ApiError, Cause, invalid
+from simulators.kubernetes.errors import Cause, invalid, webhook_denied
 from simulators.kubernetes.objects import JSON, clone, name_of, namespace_of, timestamp
 from simulators.kubernetes.resources import JOBSETS, TRAINER, TRAINJOBS
 from simulators.kubernetes.store import Request, Store
@@ -63,18 +63,6 @@ IMMUTABLE_POD_PATCH: Final = (
     ("terminationGracePeriodSeconds", "integer"),
 )
 NO_ENV_CONTAINERS: Final = ("dataset-initializer", "model-initializer", NODE)
-
-
-def forbidden(message: str) -> ApiError:
-    """controller-runtime admission.Denied as the API server returns it."""
-    return ApiError(
-        403, "Forbidden", f'admission webhook "{VALIDATOR}" denied the request: {message}'
-    )
-
-
-def aggregate(messages: list[str]) -> str:
-    """utilerrors.Aggregate's Error(): one message alone, several in brackets."""
-    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
 
 def default_trainjob(tj: JSON) -> None:
@@ -204,7 +192,7 @@ class TrainJobWebhook:
             raise invalid(TRAINJOBS.kind, TRAINJOBS.group, name_of(tj), causes)
         messages = self._validate(tj, old)
         if messages:
-            raise forbidden(aggregate(messages))
+            raise webhook_denied(VALIDATOR, messages)
 
     # -- the validating webhook ---------------------------------------------------------------
 
