@@ -554,4 +554,12 @@ class Api:
             tail,
             _bool(req.query.get("timestamps")),
         )
-        return Reply(200, text.encode(), TEXT_TYPE)
+        body = text.encode()
+        limit = _int(req.query, "limitBytes")
+        if limit is not None:
+            if limit < 1:
+                raise errors.bad_request(
+                    f"limitBytes: Invalid value: {limit}: must be greater than 0"
+                )
+            body = body[:limit]  # kubelet: io.LimitReader on the log stream
+        return Reply(200, body, TEXT_TYPE)

@@ -293,6 +293,7 @@ def test_logs_follow_streams_until_the_container_ends_when_the_clock_moves(
     finally:
         server.api.follow_logs = False
     assert ok(base, "logs", "-f", pod.strip()) == "first\nsecond\nthird\n"  # virtual: at once
+    assert ok(base, "logs", pod.strip(), "--limit-bytes=8") == "first\nse"  # was: ignored
     ok(base, "delete", "-f", str(manifest))
 
 
