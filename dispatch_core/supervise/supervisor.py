@@ -413,7 +413,9 @@ class Supervisor:
         return entry
 
     def _append(self, view: JobView, record: Record) -> Entry:
-        """Append under this supervisor's lease, as the next seq; drop the job on a conflict."""
+        """Append under this supervisor's lease, as the next seq (the seq this supervisor's
+        view expects: the append is refused if anyone else wrote); drop the job on a conflict.
+        A lease that expired during a long call is taken again when nobody else holds it."""
         job = view.job
         now = self.clock.now()
         lease = self._leases.get(job)
@@ -421,7 +423,12 @@ class Supervisor:
             self._drop(job)
             raise _Lost()
         try:
-            if lease.expires - now < self.lease_ttl / 2:
+            if not lease.live(now):
+                # Expired during a long call (a scheduler's timeout): taken again only when
+                # nobody holds it; the append below then checks that nobody wrote meanwhile.
+                lease = self.store.acquire(job, self.owner, now, self.lease_ttl)
+                self._leases[job] = lease
+            elif lease.expires - now < self.lease_ttl / 2:
                 lease = self._leases[job] = self.store.renew(lease, now, self.lease_ttl)
             entry = self.store.append(job, view.next_seq, record, lease, now)
         except (LeaseConflict, SeqConflict):

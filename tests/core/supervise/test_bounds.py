@@ -4,7 +4,7 @@ refusals at submit, a backend-enforced rule, and identity_weakened in Status."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -278,3 +278,48 @@ def test_status_shows_identity_weakened(make_world: Callable[..., World]) -> Non
     plain = make_world("memory-slurm")
     sup = plain.supervisor()
     assert sup.status(sup.submit(SPEC)).identity_weakened() == ""
+
+
+class Restarting(MemoryBackend):
+    """A memory backend with an in-place restart (Restarter): the scheduler reruns the object
+    under its native id, its restart count raised."""
+
+    restarted: ClassVar[list[str]] = []
+
+    def restart(self, ref: ObjectRef) -> None:
+        self.restarted.append(ref.id)
+        self.cluster.requeue(self.cluster.require(ref.id))
+
+
+def test_restart_reruns_the_object_in_place() -> None:
+    backend = Restarting("slurm", rules={RuleKind.RESTART: "yes"})
+    sup = Supervisor(backend, MemoryRecordStore(), backend.clock, owner="one")
+    job = sup.submit(SPEC, Policy(rules=(Rule(kind=RuleKind.RESTART, budget=1),)))
+    ref = sup.status(job).ref
+    assert ref is not None
+    backend.cluster.let_run(ref.id)
+    sup.step()
+    backend.cluster.finish(ref.id, 3)
+    sup.step()
+    assert backend.restarted == [ref.id]
+    assert backend.open(ref).restart_count == 1
+    backend.cluster.clock.advance(200)  # type: ignore[attr-defined]
+    backend.cluster.tick()
+    backend.cluster.let_run(ref.id)
+    backend.cluster.finish(ref.id, 3)
+    sup.step()
+    status = sup.status(job)
+    assert (status.state, status.cause, status.submission) == (State.FAILED, Cause.EXIT_CODE, 1)
+    assert backend.restarted == [ref.id]  # its budget of one is spent
+
+
+@pytest.mark.parametrize("fault", ["lose_next_reply", "fail_before_effect"])
+def test_an_uncertain_start_is_looked_up_never_repeated_blind(world: World, fault: str) -> None:
+    getattr(world.faults, fault)("start")
+    sup = world.supervisor()
+    job = sup.submit(SPEC)
+    if world.name.startswith("memory"):  # (the Slurm adapter resolves a lost reply itself)
+        assert sup.status(job).ref is None  # the outcome is unknown: nothing observed yet
+    assert sup.run_until_idle(50, between=world.driver(sup, job, {1: 0}))
+    assert sup.status(job).state is State.SUCCEEDED
+    assert world.submissions(job) == [1]
