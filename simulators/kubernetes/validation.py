@@ -69,34 +69,54 @@ def _full(pattern: re.Pattern[str], text: str) -> bool:
     return pattern.fullmatch(text) is not None
 
 
+def _checked(
+    value: str, limit: int, pattern: re.Pattern[str], msg: str, fmt: str, *examples: str
+) -> list[str]:
+    """The length check, then the pattern check, as each Is* function makes them."""
+    errs: list[str] = []
+    if byte_len(value) > limit:
+        errs.append(max_len_error(limit))
+    if not _full(pattern, value):
+        errs.append(regex_error(msg, fmt, *examples))
+    return errs
+
+
 def is_dns1123_label(value: str) -> list[str]:
     """validation.IsDNS1123Label."""
-    errs: list[str] = []
-    if byte_len(value) > LABEL_MAX:
-        errs.append(max_len_error(LABEL_MAX))
-    if not _full(DNS1123_LABEL_RE, value):
-        errs.append(regex_error(DNS1123_LABEL_MSG, DNS1123_LABEL_FMT, "my-name", "123-abc"))
-    return errs
+    return _checked(
+        value,
+        LABEL_MAX,
+        DNS1123_LABEL_RE,
+        DNS1123_LABEL_MSG,
+        DNS1123_LABEL_FMT,
+        "my-name",
+        "123-abc",
+    )
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """validation.IsDNS1123Subdomain."""
-    errs: list[str] = []
-    if byte_len(value) > SUBDOMAIN_MAX:
-        errs.append(max_len_error(SUBDOMAIN_MAX))
-    if not _full(DNS1123_SUBDOMAIN_RE, value):
-        errs.append(regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, "example.com"))
-    return errs
+    return _checked(
+        value,
+        SUBDOMAIN_MAX,
+        DNS1123_SUBDOMAIN_RE,
+        DNS1123_SUBDOMAIN_MSG,
+        DNS1123_SUBDOMAIN_FMT,
+        "example.com",
+    )
 
 
 def is_dns1035_label(value: str) -> list[str]:
     """validation.IsDNS1035Label."""
-    errs: list[str] = []
-    if byte_len(value) > LABEL_MAX:
-        errs.append(max_len_error(LABEL_MAX))
-    if not _full(DNS1035_LABEL_RE, value):
-        errs.append(regex_error(DNS1035_LABEL_MSG, DNS1035_LABEL_FMT, "my-name", "abc-123"))
-    return errs
+    return _checked(
+        value,
+        LABEL_MAX,
+        DNS1035_LABEL_RE,
+        DNS1035_LABEL_MSG,
+        DNS1035_LABEL_FMT,
+        "my-name",
+        "abc-123",
+    )
 
 
 def is_qualified_name(key: str) -> list[str]:
@@ -130,9 +150,13 @@ def is_qualified_name(key: str) -> list[str]:
 
 def is_valid_label_value(value: str) -> list[str]:
     """validation.IsValidLabelValue."""
-    errs: list[str] = []
-    if byte_len(value) > LABEL_MAX:
-        errs.append(max_len_error(LABEL_MAX))
-    if not _full(_LABEL_VALUE_RE, value):
-        errs.append(regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, "MyValue", "my_value", "12345"))
-    return errs
+    return _checked(
+        value,
+        LABEL_MAX,
+        _LABEL_VALUE_RE,
+        LABEL_VALUE_MSG,
+        LABEL_VALUE_FMT,
+        "MyValue",
+        "my_value",
+        "12345",
+    )
