@@ -162,6 +162,7 @@ class Supervisor:
         self._views: dict[JobID, JobView] = {}
         self._leases: dict[JobID, Lease] = {}
         self._due: dict[JobID, float] = {}
+        self._elsewhere: set[JobID] = set()
         self._acted = 0
 
     # -- the host's calls -------------------------------------------------------------------------
@@ -208,7 +209,8 @@ class Supervisor:
         return job
 
     def step(self) -> int:
-        """One pass over every unfinished job this supervisor holds or can take the lease of:
+        """One pass over every unfinished job of this backend's cluster (its header names
+        ``backend.name``) that this supervisor holds or can take the lease of:
         renew or take the lease, observe the current object, record what changed, decide, act.
         Returns how many actions (records other than observations, and writes to the
         scheduler) it took."""
@@ -243,9 +245,11 @@ class Supervisor:
 
     def idle(self) -> bool:
         """Whether nothing is left for this supervisor: every unfinished job is held for a
-        person, or another supervisor holds its live lease."""
+        person, or another supervisor holds its live lease, or it is another cluster's."""
         now = self.clock.now()
         for job in self.store.unfinished():
+            if job in self._elsewhere:
+                continue
             view = self._views.get(job)
             if view is None:
                 lease = self.store.lease(job)
@@ -374,6 +378,18 @@ class Supervisor:
                     self._drop(job)
                     return None
             return self._views[job]
+        if job in self._elsewhere:
+            return None
+        if job not in self._views:
+            # A job of another cluster (its header names another backend) is never touched:
+            # this backend would find none of its objects and call its end evidence lost.
+            first = self.store.records(job, 0)[:1]
+            if not first:
+                return None
+            header = first[0].record
+            if isinstance(header, HeaderRecord) and header.backend != self.backend.name:
+                self._elsewhere.add(job)
+                return None
         try:
             self._leases[job] = self.store.acquire(job, self.owner, now, self.lease_ttl)
         except LeaseConflict:

@@ -276,3 +276,22 @@ def test_a_supervisor_that_lost_its_lease_drops_the_job(make_world: Callable[...
     b.run_until_idle(50, between=world.driver(b, job, {2: 0}))
     status = b.status(job)
     assert (status.state, status.cause) == (State.SUCCEEDED, Cause.NONE)
+
+
+def test_a_supervisor_leaves_another_clusters_jobs_alone(tmp_path: Any) -> None:
+    from adapters.memory import MemoryBackend
+    from dispatch_core.record import SqliteRecordStore
+
+    store = SqliteRecordStore(str(tmp_path / "shared.sqlite"))
+    here, there = MemoryBackend(name="cluster-a"), MemoryBackend(name="cluster-b")
+    a = Supervisor(here, store, here.clock, owner="a")
+    b = Supervisor(there, store, there.clock, owner="b")
+    job_a, job_b = a.submit(SPEC), b.submit(SPEC)
+    b.close()  # b's lease given up: a could take job_b, and must not
+    there.clock.advance(3600)  # type: ignore[attr-defined]
+    here.clock.advance(3600)  # type: ignore[attr-defined]
+    a.step()
+    assert all(e.writer == "b" for e in store.records(job_b))
+    assert not a.status(job_b).finished
+    assert {e.writer for e in store.records(job_a)} == {"a"}
+    store.close()
