@@ -13,6 +13,18 @@ from typing import Any, Final
 
 from simulators.kubernetes.resources import VERBS, ResourceType, groups
 
+ACCESS_REVIEWS: Final = ResourceType(
+    "authorization.k8s.io",
+    "v1",
+    "SelfSubjectAccessReview",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    namespaced=False,
+    builtin=True,
+)
+"""What ``kubectl auth can-i`` asks; discovered and answered (create only), never stored."""
+CREATE_ONLY: Final = frozenset({ACCESS_REVIEWS.key})
+
 AGGREGATED: Final = "application/json;g=apidiscovery.k8s.io;v={v};as=APIGroupDiscoveryList"
 SUBRESOURCE_VERBS: Final = {"status": ["get", "patch", "update"], "log": ["get"]}
 
@@ -34,6 +46,10 @@ def aggregated_version(accept: str) -> str | None:
     return None
 
 
+def verbs(r: ResourceType) -> list[str]:
+    return ["create"] if r.key in CREATE_ONLY else list(VERBS)
+
+
 def _resource_entry(r: ResourceType) -> JSONDoc:
     kind = {"group": r.group, "version": r.version, "kind": r.kind}
     entry: JSONDoc = {
@@ -46,7 +62,7 @@ def _resource_entry(r: ResourceType) -> JSONDoc:
         entry["shortNames"] = list(r.short_names)
     if r.categories:
         entry["categories"] = list(r.categories)
-    entry["verbs"] = list(VERBS)
+    entry["verbs"] = verbs(r)
     if r.subresources:
         entry["subresources"] = [
             {"subresource": s, "responseKind": kind, "verbs": SUBRESOURCE_VERBS.get(s, ["get"])}
@@ -121,7 +137,7 @@ def resource_list(resources: tuple[ResourceType, ...], group: str, version: str)
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": list(VERBS),
+            "verbs": verbs(r),
         }
         if r.short_names:
             entry["shortNames"] = list(r.short_names)

@@ -202,6 +202,8 @@ class Api:
             found = self._discovery(parts, req.accept)
             if found is not None:
                 return found
+        if parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]:
+            return self._access_review(req)
         _refuse_streaming(parts)
         route = resource_route(parts, self.resources)
         with self.sim.lock:
@@ -229,8 +231,23 @@ class Api:
                 return Reply(200, dump(doc))
         raise errors.route_not_found()
 
+    def _access_review(self, req: Request) -> Reply:
+        """``kubectl auth can-i``: every request is allowed (the simulator has no authorizer;
+        its kubeconfig user is ``{}``), as the review answers it: 201, the spec, the status."""
+        if req.method != "POST":
+            raise errors.method_not_allowed()
+        review = self._body_object(req, discovery.ACCESS_REVIEWS)
+        review["apiVersion"] = discovery.ACCESS_REVIEWS.api_version
+        review["kind"] = discovery.ACCESS_REVIEWS.kind
+        review.setdefault("metadata", {})
+        review["status"] = {
+            "allowed": True,
+            "reason": "the simulator authorizes every request",
+        }
+        return Reply(201, dump(review))
+
     def _discovery(self, parts: list[str], accept: str) -> Reply | None:
-        resources = self.resources
+        resources = (*self.resources, discovery.ACCESS_REVIEWS)
         if parts in (["api"], ["apis"]):
             version = discovery.aggregated_version(accept)
             core = parts == ["api"]

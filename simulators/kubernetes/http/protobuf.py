@@ -6,7 +6,8 @@ client, which sends protobuf: the magic ``k8s\\x00`` then a ``runtime.Unknown`` 
 (k8s.io/apimachinery/pkg/runtime/serializer/protobuf/protobuf.go; field numbers from
 k8s.io/api/core/v1/generated.proto and apimachinery's meta/v1 generated.proto, checked against
 kubectl 1.32's bodies). Decoded here into the JSON the rest of the server reads: Namespace,
-ConfigMap, Secret and DeleteOptions. Any other kind is 415 naming what is accepted.
+ConfigMap, Secret, SelfSubjectAccessReview (``kubectl auth can-i``) and DeleteOptions. Any
+other kind is 415 naming what is accepted.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ def _refuse(what: str) -> ApiError:
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f"{what}: the simulator decodes protobuf only for Namespace, ConfigMap, Secret and "
-        "DeleteOptions; send application/json (accepted media types include: "
-        "application/json, application/vnd.kubernetes.protobuf for those kinds)",
+        f"{what}: the simulator decodes protobuf only for Namespace, ConfigMap, Secret, "
+        "SelfSubjectAccessReview and DeleteOptions; send application/json (accepted media "
+        "types include: application/json, application/vnd.kubernetes.protobuf for those kinds)",
     )
 
 
@@ -164,10 +165,41 @@ def _secret(f: dict[int, list[int | bytes]]) -> JSON:
     return out
 
 
+_ATTRIBUTES: Final = (
+    (1, "namespace"),
+    (2, "verb"),
+    (3, "group"),
+    (4, "version"),
+    (5, "resource"),
+    (6, "subresource"),
+    (7, "name"),
+)
+
+
+def _strings(data: bytes, names: tuple[tuple[int, str], ...]) -> JSON:
+    f = _grouped(data)
+    return {name: _str(f[n][-1]) for n, name in names if n in f and _str(f[n][-1])}
+
+
+def _access_review(f: dict[int, list[int | bytes]]) -> JSON:
+    """SelfSubjectAccessReview (k8s.io/api/authorization/v1): 2 spec {1 resourceAttributes
+    {1 namespace, 2 verb, 3 group, 4 version, 5 resource, 6 subresource, 7 name},
+    2 nonResourceAttributes {1 path, 2 verb}} (kubectl auth can-i)."""
+    spec: JSON = {}
+    if 2 in f:
+        g = _grouped(_bytes(f[2][-1]))
+        if 1 in g:
+            spec["resourceAttributes"] = _strings(_bytes(g[1][-1]), _ATTRIBUTES)
+        if 2 in g:
+            spec["nonResourceAttributes"] = _strings(_bytes(g[2][-1]), ((1, "path"), (2, "verb")))
+    return {"spec": spec}
+
+
 KINDS: Final[dict[tuple[str, str], Callable[[dict[int, list[int | bytes]]], JSON]]] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ConfigMap"): _configmap,
     ("v1", "Secret"): _secret,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): _access_review,
 }
 
 

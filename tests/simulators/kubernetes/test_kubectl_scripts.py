@@ -330,3 +330,10 @@ def test_server_dry_run_and_diff_store_nothing(
     assert "+  labels:\n+    team: a\n" in diff.stdout
     assert ok(base, "get", "tj", "dry", "-n", "dry", "-o", "jsonpath={.metadata.labels}") == ""
     ok(base, "delete", "ns", "dry")
+
+
+def test_auth_can_i_answers_yes(base: list[str]) -> None:
+    """Before: 404 (no authorization.k8s.io); the review arrives in protobuf."""
+    assert ok(base, "auth", "can-i", "create", "trainjobs").strip() == "yes"
+    assert ok(base, "auth", "can-i", "delete", "pods", "-n", "default").strip() == "yes"
+    assert ok(base, "auth", "can-i", "get", "/healthz").strip() == "yes"
