@@ -193,16 +193,15 @@ def pod_requests(pod: JSON) -> dict[str, Fraction]:
     with every ``initContainers`` entry, plus ``spec.overhead``.
     """
     spec = pod.get("spec") or {}
-    total: dict[str, Fraction] = {}
-    for container in spec.get("containers") or []:
-        for k, v in _container_requests(container).items():
-            total[k] = total.get(k, Fraction(0)) + v
+    total = sum_requests(_container_requests(c) for c in spec.get("containers") or [])
     for container in spec.get("initContainers") or []:
         for k, v in _container_requests(container).items():
-            total[k] = max(total.get(k, Fraction(0)), v)
-    overhead = {"resources": {"requests": spec.get("overhead") or {}}}
-    for k, v in _container_requests(overhead).items():
-        total[k] = total.get(k, Fraction(0)) + v
+            if k not in total or v > total[k]:
+                total[k] = v
+    if spec.get("overhead"):
+        total = sum_requests(
+            [total, _container_requests({"resources": {"requests": spec["overhead"]}})]
+        )
     return total
 
 
@@ -211,7 +210,7 @@ def sum_requests(requests: Iterable[dict[str, Fraction]]) -> dict[str, Fraction]
     total: dict[str, Fraction] = {}
     for r in requests:
         for k, v in r.items():
-            total[k] = total.get(k, Fraction(0)) + v
+            total[k] = total[k] + v if k in total else v
     return total
 
 

@@ -176,9 +176,16 @@ class Scheduler(Controller):
         return self._used
 
     def node_reasons(
-        self, pod: JSON, node: JSON, used: dict[str, Fraction]
+        self,
+        pod: JSON,
+        node: JSON,
+        used: dict[str, Fraction],
+        requests: dict[str, Fraction] | None = None,
     ) -> tuple[list[str], bool]:
-        """Why ``pod`` does not fit ``node`` (empty: it fits), and whether preemption could help."""
+        """Why ``pod`` does not fit ``node`` (empty: it fits), and whether preemption could help.
+
+        ``requests`` is the pod's :func:`pod_requests`, when the caller has it already.
+        """
         if node.get("spec", {}).get("unschedulable"):
             return ["node(s) were unschedulable"], False
         for taint in node_taints(node):
@@ -197,7 +204,9 @@ class Scheduler(Controller):
         pods_allowed = _quantity_or_zero(allocatable.get("pods", "0"))
         if used.get("pods", Fraction(0)) + 1 > pods_allowed:
             reasons.append("Too many pods")
-        for resource, amount in sorted(pod_requests(pod).items()):
+        if requests is None:
+            requests = pod_requests(pod)
+        for resource, amount in sorted(requests.items()):
             if amount <= 0:
                 continue
             capacity = _quantity_or_zero(allocatable.get(resource, "0"))
@@ -213,12 +222,13 @@ class Scheduler(Controller):
         if not nodes:
             return None, "no nodes available to schedule pods"
         usage = self._usage()
+        requests = pod_requests(pod)
         fitting: list[tuple[Fraction, str, JSON]] = []
         histogram: dict[str, int] = {}
         verdicts: dict[str, int] = {}
         for node in nodes:
             used = usage.get(str(meta(node)["name"]), {})
-            reasons, resolvable = self.node_reasons(pod, node, used)
+            reasons, resolvable = self.node_reasons(pod, node, used, requests)
             if not reasons:
                 cpu = _quantity_or_zero(
                     (node.get("status", {}).get("allocatable") or {}).get("cpu", "0")
