@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
 from simulators.kubernetes.errors import ApiError
-from simulators.kubernetes.http import discovery, dryrun, openapi, protobuf, tables
+from simulators.kubernetes.http import discovery, dryrun, leases, openapi, protobuf, tables
 from simulators.kubernetes.http import fields as served_fields
 from simulators.kubernetes.http.control import CONTROL
 from simulators.kubernetes.http.follow import LogFollow
@@ -204,6 +204,9 @@ class Api:
                 return found
         if parts == ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"]:
             return self._access_review(req)
+        if tuple(parts[:-1]) == leases.PATH and req.method == "GET":
+            with self.sim.lock:
+                return Reply(200, dump(leases.node_lease(self.sim, parts[-1])))
         _refuse_streaming(parts)
         route = resource_route(parts, self.resources)
         with self.sim.lock:

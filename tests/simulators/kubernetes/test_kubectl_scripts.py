@@ -337,3 +337,22 @@ def test_auth_can_i_answers_yes(base: list[str]) -> None:
     assert ok(base, "auth", "can-i", "create", "trainjobs").strip() == "yes"
     assert ok(base, "auth", "can-i", "delete", "pods", "-n", "default").strip() == "yes"
     assert ok(base, "auth", "can-i", "get", "/healthz").strip() == "yes"
+
+
+def test_describe_node_shows_its_lease(base: list[str], sim: KubeSim) -> None:
+    """Before: ``Lease: Failed to get lease: the server could not find the requested resource``."""
+    out = ok(base, "describe", "node", "node-0")
+    lease = out.split("Lease:\n", 1)[1].splitlines()[:3]
+    assert [line.split(":", 1)[0].strip() for line in lease] == [
+        "HolderIdentity",
+        "AcquireTime",
+        "RenewTime",
+    ]
+    assert lease[0].split() == ["HolderIdentity:", "node-0"]
+    gone = kubectl(
+        base,
+        "get",
+        "--raw",
+        "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/nosuch",
+    )
+    assert gone.returncode == 1 and 'leases.coordination.k8s.io "nosuch" not found' in gone.stderr
