@@ -35,6 +35,7 @@ JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 REFUSED: Final = "the simulator refused this request before it applied (fault refuse_next)"
 
+HEALTH_CHECKS: Final = ("ping", "log", "etcd")
 WRITES: Final = frozenset({"create", "update", "patch", "delete", "deletecollection"})
 SERVER_SIDE_APPLY: Final = ("application/apply-patch+yaml", "application/apply-patch+cbor")
 NO_SERVER_SIDE_APPLY: Final = (
@@ -191,6 +192,9 @@ class Api:
     def _route(self, req: Request) -> Reply | Streamed:
         parts = [p for p in req.path.split("/") if p]
         if parts in (["healthz"], ["readyz"], ["livez"]):
+            if "verbose" in req.query:  # k8s.io/apiserver/pkg/server/healthz: one line a check
+                text = "".join(f"[+]{c} ok\n" for c in HEALTH_CHECKS)
+                return Reply(200, f"{text}{parts[0]} check passed\n".encode(), TEXT_TYPE)
             return Reply(200, b"ok", TEXT_TYPE)
         if parts == ["version"]:
             return Reply(200, dump(discovery.version_info(int(self.sim.config.kube_minor))))

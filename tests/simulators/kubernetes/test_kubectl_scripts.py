@@ -356,3 +356,13 @@ def test_describe_node_shows_its_lease(base: list[str], sim: KubeSim) -> None:
         "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/nosuch",
     )
     assert gone.returncode == 1 and 'leases.coordination.k8s.io "nosuch" not found' in gone.stderr
+
+
+def test_readyz_verbose_lists_its_checks(base: list[str]) -> None:
+    assert ok(base, "get", "--raw", "/readyz?verbose").splitlines() == [
+        "[+]ping ok",
+        "[+]log ok",
+        "[+]etcd ok",
+        "readyz check passed",
+    ]
+    assert ok(base, "get", "--raw", "/livez") == "ok"
