@@ -245,6 +245,17 @@ def set_condition(
     return objects.set_condition(obj, kind, status, reason, message, now, observed_generation=True)
 
 
+def write_workload_status(store: Store, wl: JSON, change: Callable[[JSON], object]) -> None:
+    """Apply ``change`` to the stored Workload through its status subresource."""
+
+    def apply(obj: JSON) -> None:
+        change(obj)
+
+    store.mutate(
+        WORKLOADS, namespace_of(wl), name_of(wl), apply, subresource="status", internal=True
+    )
+
+
 def sync_admitted(wl: JSON, now: float) -> bool:
     """pkg/workload/admissionchecks.go SyncAdmittedCondition (UnadmittedWorkloadsObservability)."""
     reserved = condition(wl, QUOTA_RESERVED)
@@ -573,7 +584,7 @@ class KueueJobController(_Retrying):
                 set_requeued(obj, reason, text, requeued, now)
                 unset_quota(obj, PENDING_EVALUATION, text, now)
 
-            self._write_status(wl, clear)
+            write_workload_status(self.store, wl, clear)
             return None
         if is_suspended(trainjob):
             if is_admitted(wl):
@@ -587,17 +598,11 @@ class KueueJobController(_Retrying):
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _write_status(self, wl: JSON, change: Callable[[JSON], object]) -> None:
-        def apply(obj: JSON) -> None:
-            change(obj)
-
-        self.store.mutate(
-            WORKLOADS, namespace_of(wl), name_of(wl), apply, subresource="status", internal=True
-        )
-
     def _finish(self, wl: JSON, reason: str, message: str, now: float) -> None:
         """pkg/workload/finish/finish.go Finish: ``Finished=True`` with the job's message [K4]."""
-        self._write_status(wl, lambda obj: set_condition(obj, FINISHED, True, reason, message, now))
+        write_workload_status(
+            self.store, wl, lambda obj: set_condition(obj, FINISHED, True, reason, message, now)
+        )
 
     def _create_workload(self, trainjob: JSON) -> None:
         """jobframework ConstructWorkload + prepareWorkload [K4, K7, K8]."""
@@ -835,7 +840,8 @@ class WorkloadController(_Retrying):
             if requeued is not None and requeued.get("status") == "False":
                 reason = requeued.get("reason")
                 if reason == DEACTIVATED:
-                    self._status(
+                    write_workload_status(
+                        self.store,
                         wl,
                         lambda o: set_requeued(
                             o, REACTIVATED, "The workload was reactivated", True, now
@@ -855,7 +861,7 @@ class WorkloadController(_Retrying):
                             obj, BACKOFF_FINISHED, "The workload backoff was finished", True, now
                         )
 
-                    self._status(wl, finish_backoff)
+                    write_workload_status(self.store, wl, finish_backoff)
                     return None
         else:
             target = condition(wl, DEACTIVATION_TARGET)
@@ -870,16 +876,19 @@ class WorkloadController(_Retrying):
                     obj.get("status", {}).pop("requeueState", None)
                     evict(obj, DEACTIVATED, message, cause, now)
 
-                self._status(wl, deactivated)
+                write_workload_status(self.store, wl, deactivated)
                 return None
             if wl.get("status", {}).get("requeueState") is not None:
-                self._status(wl, lambda o: o["status"].pop("requeueState", None))
+                write_workload_status(
+                    self.store, wl, lambda o: o["status"].pop("requeueState", None)
+                )
                 return None
         gated = bool(gate_of(wl))
         reserved_cond = condition(wl, QUOTA_RESERVED)
         gated_cond = reserved_cond is not None and reserved_cond.get("reason") == ADMISSION_GATED
         if not gated and gated_cond:
-            self._status(
+            write_workload_status(
+                self.store,
                 wl,
                 lambda o: unset_quota(
                     o,
@@ -891,7 +900,9 @@ class WorkloadController(_Retrying):
             return None
         if gated and not gated_cond:
             text = f"Admission is gated by: {gate_of(wl)}"
-            self._status(wl, lambda o: unset_quota(o, ADMISSION_GATED, text, now))
+            write_workload_status(
+                self.store, wl, lambda o: unset_quota(o, ADMISSION_GATED, text, now)
+            )
             return None
         queue = str(wl.get("spec", {}).get("queueName", ""))
         lq = self.store.peek(LOCALQUEUES, namespace, queue)
@@ -921,7 +932,7 @@ class WorkloadController(_Retrying):
                     else:
                         ensure_status(obj).pop("admissionChecks", None)
 
-                self._status(wl, sync)
+                write_workload_status(self.store, wl, sync)
                 return None
         if not is_admitted(wl):
             snapshot = clone(wl)
@@ -939,7 +950,8 @@ class WorkloadController(_Retrying):
             retry = [c for c in checks if c.get("state") == RETRY]
             if rejected:
                 text = _checks_message(rejected, REJECTED)
-                self._status(
+                write_workload_status(
+                    self.store,
                     wl,
                     lambda o: set_condition(
                         o, DEACTIVATION_TARGET, True, EVICTED_BY_ADMISSION_CHECK, text, now
@@ -960,17 +972,9 @@ class WorkloadController(_Retrying):
                         state["requeueAt"] = timestamp(max(after))
                     evict(obj, EVICTED_BY_ADMISSION_CHECK, text, "", now)
 
-                self._status(wl, retried)
+                write_workload_status(self.store, wl, retried)
                 return None
         return None
-
-    def _status(self, wl: JSON, change: Callable[[JSON], object]) -> None:
-        def apply(obj: JSON) -> None:
-            change(obj)
-
-        self.store.mutate(
-            WORKLOADS, namespace_of(wl), name_of(wl), apply, subresource="status", internal=True
-        )
 
     def _quota_reserved_false(
         self,
