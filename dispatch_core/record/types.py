@@ -120,7 +120,8 @@ def spec_fingerprint(spec: JobSpec) -> str:
 class HeaderRecord(Value):
     """Entry 0 of every job: the plan, as every actor must see it (seed 000, "Rule support" and
     "Execution identity"). ``identity_weakened`` is absent when the adapter cannot weaken
-    execution identity, as in the plan."""
+    execution identity, as in the plan; ``time_bound`` (the seconds an execution may run before
+    the supervisor stops it) is absent when there is none."""
 
     kind: Literal["header"] = "header"
     backend: str = Field(min_length=1)
@@ -133,10 +134,18 @@ class HeaderRecord(Value):
     capabilities: dict[Capability, Support] = Field(default_factory=dict)
     native: NativeOffer | None = None
     identity_weakened: str | None = None
+    time_bound: float | None = None
+
+    @field_validator("time_bound")
+    @classmethod
+    def _bound(cls, value: float | None) -> float | None:
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"a time bound is a finite number of seconds above 0, not {value}")
+        return value
 
     @classmethod
-    def of(cls, plan: Plan) -> HeaderRecord:
-        """The header of ``plan``'s job."""
+    def of(cls, plan: Plan, time_bound: float | None = None) -> HeaderRecord:
+        """The header of ``plan``'s job, with the supervisor's time bound for its executions."""
         spec = RecordedSpec.of(plan.spec)
         return cls(
             backend=plan.backend,
@@ -149,6 +158,7 @@ class HeaderRecord(Value):
             capabilities=plan.capabilities,
             native=plan.native,
             identity_weakened=plan.identity_weakened,
+            time_bound=time_bound,
         )
 
     @model_serializer(mode="wrap")
@@ -156,6 +166,8 @@ class HeaderRecord(Value):
         data: dict[str, Any] = handler(self)
         if self.identity_weakened is None:
             data.pop("identity_weakened", None)
+        if self.time_bound is None:
+            data.pop("time_bound", None)
         return data
 
 

@@ -77,7 +77,7 @@ from dispatch_core.spi import Backend, OwnRetries, Requeuer, Restarter
 from dispatch_core.supervise.backoff import Backoff
 from dispatch_core.supervise.classify import before_start, choose_rule, fatal_while_queued
 from dispatch_core.supervise.status import Status, describe, status_of
-from dispatch_core.supervise.view import JobView, rebuild, same_object, time_bound_detail
+from dispatch_core.supervise.view import JobView, rebuild, same_object
 
 ROUNDS_PER_STEP: Final = 8
 """How many decisions one step may take for one job in a row (a launch retry, then its
@@ -190,17 +190,10 @@ class Supervisor:
         self._leases[job] = self.store.acquire(job, self.owner, now, self.lease_ttl)
         self._specs[job] = spec
         try:
-            entry = self._append_first(job, HeaderRecord.of(plan))
+            entry = self._append_first(job, HeaderRecord.of(plan, time_bound=bound))
             assert isinstance(entry.record, HeaderRecord)
             view = JobView(job=job, header=entry.record)
             self._views[job] = view
-            if bound is not None:
-                self._append(
-                    view,
-                    TransitionRecord(
-                        action=Action.WAIT, state=State.QUEUED, detail=time_bound_detail(bound)
-                    ),
-                )
             self._submit_next(view, 1)
         except _Lost:
             raise Conflict(

@@ -20,7 +20,6 @@ The transitions and what they leave pending:
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,9 +37,6 @@ from dispatch_core.record.types import (
     TransitionRecord,
 )
 
-TIME_BOUND: Final = re.compile(r"time bound: (?P<seconds>[0-9]+(?:\.[0-9]+)?) s")
-"""The detail of the ``wait`` transition after the header that records a job's time bound."""
-
 DECISIONS: Final = frozenset(
     {
         Action.LAUNCH_RETRY,
@@ -51,11 +47,6 @@ DECISIONS: Final = frozenset(
         Action.ESCALATE,
     }
 )
-
-
-def time_bound_detail(seconds: float) -> str:
-    """The detail text that records a time bound of ``seconds``."""
-    return f"time bound: {float(seconds):.3f} s"
 
 
 @dataclass(frozen=True)
@@ -96,11 +87,15 @@ class JobView:
     rework_on: Observation | None = None
     cancelling: TransitionRecord | None = None
     terminal: TerminalRecord | None = None
-    time_bound: float | None = None
     uses: Counter[int] = field(default_factory=Counter)
     launch_retries: int = 0
     resubmits: int = 0
     last_transition: TransitionRecord | None = None
+
+    @property
+    def time_bound(self) -> float | None:
+        """Seconds an execution may run before the supervisor stops it (the header's)."""
+        return self.header.time_bound
 
     @property
     def unobserved(self) -> bool:
@@ -157,11 +152,7 @@ class JobView:
             self.stop = None
             if record.rule is not None:
                 self.uses[record.rule] += 1
-        if action is Action.WAIT:
-            found = TIME_BOUND.fullmatch(record.detail)
-            if found is not None and self.submission == 0:
-                self.time_bound = float(found["seconds"])
-        elif action is Action.LAUNCH_RETRY:
+        if action is Action.LAUNCH_RETRY:
             self.launch_retries += 1
             self.pending = Pending(self.attempt, record.not_before, action)
         elif action is Action.RESUBMIT:
@@ -195,10 +186,8 @@ def rebuild(job: JobID, entries: Iterable[Entry]) -> JobView:
 
 __all__ = [
     "DECISIONS",
-    "TIME_BOUND",
     "JobView",
     "Pending",
     "rebuild",
     "same_object",
-    "time_bound_detail",
 ]

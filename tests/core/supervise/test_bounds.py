@@ -144,7 +144,7 @@ def test_the_time_bound_stops_a_hung_execution_as_a_timeout(world: World) -> Non
     assert world.transitions(job, Action.STOP) == []
     world.clock.advance(1)
     sup.step()
-    stop, resubmit = world.transitions(job)[1:3]
+    stop, resubmit = world.transitions(job)[0:2]
     assert (stop.action, stop.cause) == (Action.STOP, Cause.TIMEOUT)
     assert (resubmit.action, resubmit.cause) == (Action.RESUBMIT, Cause.TIMEOUT)
     assert world.backend.open(ref).state.ended
