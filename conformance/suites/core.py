@@ -29,7 +29,7 @@ from contextlib import suppress
 from typing import Any, Final
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
-from conformance.harness import CannotInject, Fault, Probe
+from conformance.harness import Fault, Probe
 from dispatch_core import (
     Backend,
     Cause,
@@ -440,8 +440,9 @@ def resubmit_after_backoff(ctx: Context) -> None:
     needs=Needs(faults=RUN),
 )
 def budgets_never_exceeded(ctx: Context) -> None:
-    """No rule is used more often than its budget; the first matching rule with budget left
-    answers, and a failure with none left ends the job failed with its cause."""
+    """No rule is used beyond its budget; the first matching rule with budget left answers.
+
+    A failure no rule has budget left for ends the job failed with its cause."""
     run = Run(ctx)
     policy = Policy(
         rules=(
@@ -521,8 +522,9 @@ def shared_checkpoint_holds(ctx: Context) -> None:
     needs=Needs(faults=RUN),
 )
 def launch_retries_keep_the_attempt(ctx: Context) -> None:
-    """A failure before the execution started spends a launch retry (N+1, same A), never a
-    rule; once launch retries are spent the job fails with the launch cause."""
+    """A failure before the execution started spends a launch retry (N+1, same A), not a rule.
+
+    Once the launch retries are spent, the job fails with the launch cause."""
     wrapped = LaunchFailing(ctx.backend)
     run = Run(ctx, launch_retries=2)
     run.sup = run.supervisor(wrapped, run.store)
@@ -572,10 +574,7 @@ def evidence_lost_is_not_success(ctx: Context) -> None:
     assert ref is not None
     run.faults.let_run(ref)
     run.faults.finish(ref, 0)
-    try:
-        run.faults.purge(ref)
-    except CannotInject:
-        raise
+    run.faults.purge(ref)
     run.drive(job)
     terminal = run.terminal(job)
     expect_record(
@@ -595,8 +594,10 @@ def evidence_lost_is_not_success(ctx: Context) -> None:
     needs=Needs(faults=RUN),
 )
 def cancel_stops_every_live_object(ctx: Context) -> None:
-    """cancel stops every live object of the job, even one started by a supervisor that
-    crashed before it recorded it, then records the job cancelled."""
+    """cancel stops every live object of the job, then records it cancelled.
+
+    That includes an object whose start landed but whose supervisor crashed before recording
+    it: a new supervisor finds it."""
     run = Run(ctx)
     job = run.submit()
     ref = run.current(job)
@@ -610,6 +611,8 @@ def cancel_stops_every_live_object(ctx: Context) -> None:
     run.jobs.append(other)
     with suppress(Crash):
         run.sup.submit(run.spec(), None, with_job(other))
+    if crashing.at is None or crashing.log[crashing.at - 1] != "start":
+        raise CheckFailed(f"the submit of job {other} made no start ({crashing.log})")
     pause(run.clock, LEASE_TTL + 1)
     run.sup = run.supervisor(ctx.reopen(), run.store)
     for each in (job, other):
@@ -661,8 +664,11 @@ def scenario(ctx: Context, crashing: Crashing) -> Run:
     needs=Needs(faults=RUN),
 )
 def crash_at_every_write_then_recovery(ctx: Context) -> None:
-    """A crash before or after any write, then recovery by a new supervisor over the same
-    store, leaves exactly one object per (job, submission) and reaches a terminal record."""
+    """After a crash at any write and recovery, one object per (job, submission), and an end.
+
+    The crash comes before or after each write of a scenario (a failure, its resubmission,
+    a success) in turn; a new supervisor (another owner) recovers over the same store, through
+    a reopened backend, once the lease has expired."""
     for at, before in list(crash_points(ctx)):
         crashing = Crashing(at, before=before)
         where = f"a crash {'before' if before else 'after'} write {at}"
@@ -696,8 +702,9 @@ def crash_at_every_write_then_recovery(ctx: Context) -> None:
     needs=Needs(interfaces=(Requeuer,), faults=RUN, probes=(Probe.EXECUTIONS,)),
 )
 def requeue_reruns_the_same_object(ctx: Context) -> None:
-    """A supervisor-enforced requeue reruns the same object (same N and A), each execution
-    with its own attempt id and a higher epoch."""
+    """A supervisor-enforced requeue reruns the same object (same N, A), with a new attempt id.
+
+    Each execution sees its own DISPATCH_ATTEMPT and a higher DISPATCH_EPOCH."""
     supports = ctx.backend.rules(Policy(rules=(Rule(kind=RuleKind.REQUEUE),)))
     if supports[0].perform.value is not Tristate.YES:
         raise Skip(f"adapter declares requeue {supports[0].perform.value}")
