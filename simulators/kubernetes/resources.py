@@ -70,8 +70,9 @@ JOBS: Final = ResourceType(BATCH, "v1", "Job", "jobs", "job", True, (), ("status
 JOBSETS: Final = ResourceType(
     JOBSET, "v1alpha2", "JobSet", "jobsets", "jobset", True, (), ("status",)
 )
+# kubeflow/trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go: no short name
 TRAINJOBS: Final = ResourceType(
-    TRAINER, "v1alpha1", "TrainJob", "trainjobs", "trainjob", True, ("tj",), ("status",)
+    TRAINER, "v1alpha1", "TrainJob", "trainjobs", "trainjob", True, (), ("status",)
 )
 TRAININGRUNTIMES: Final = ResourceType(
     TRAINER, "v1alpha1", "TrainingRuntime", "trainingruntimes", "trainingruntime", True
@@ -84,8 +85,16 @@ CLUSTERTRAININGRUNTIMES: Final = ResourceType(
     "clustertrainingruntime",
     False,
 )
+# kueue apis/kueue/v1beta2/workload_types.go: shortName={kwl,kueueworkload,kueueworkloads}
 WORKLOADS: Final = ResourceType(
-    KUEUE, KUEUE_VERSION, "Workload", "workloads", "workload", True, ("wl",), ("status",)
+    KUEUE,
+    KUEUE_VERSION,
+    "Workload",
+    "workloads",
+    "workload",
+    True,
+    ("kwl", "kueueworkload", "kueueworkloads"),
+    ("status",),
 )
 LOCALQUEUES: Final = ResourceType(
     KUEUE,

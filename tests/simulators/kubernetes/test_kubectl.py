@@ -88,7 +88,7 @@ def test_trainjob_apply_get_patch_delete(base: list[str], tmp_path: Path, sim: K
     )  # spec.trainer: immutable
     done = kubectl(base, "apply", "-f", str(manifest))
     assert done.stdout.strip() == "trainjob.trainer.kubeflow.org/tja configured", done.stderr
-    done = kubectl(base, "get", "tj", "tja", "-o", "json")
+    done = kubectl(base, "get", "trainjob", "tja", "-o", "json")
     obj = json.loads(done.stdout)
     assert obj["metadata"]["labels"] == {"team": "b"}
     assert "kubectl.kubernetes.io/last-applied-configuration" in obj["metadata"]["annotations"]
@@ -107,7 +107,7 @@ def test_trainjob_apply_get_patch_delete(base: list[str], tmp_path: Path, sim: K
     )
     done = kubectl(base, "delete", "trainjob", "tja")
     assert done.stdout.strip() == 'trainjob.trainer.kubeflow.org "tja" deleted', done.stderr
-    done = kubectl(base, "get", "tj", "tja")
+    done = kubectl(base, "get", "trainjob", "tja")
     assert done.returncode == 1
     assert (
         done.stderr.strip()
@@ -199,7 +199,7 @@ def test_get_one_object_watch_sees_its_first_change(
     sim.create(TRAINJOBS, _trainjob("single"), "default")
     watching = server.open_watches
     proc = subprocess.Popen(
-        [*base, "get", "tj", "single", "-w"],
+        [*base, "get", "trainjob", "single", "-w"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

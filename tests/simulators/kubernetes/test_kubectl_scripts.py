@@ -165,7 +165,7 @@ def test_server_side_apply_says_what_to_use_instead(base: list[str], tmp_path: P
         "modelled by this simulator: use client-side apply (kubectl apply without "
         "--server-side), kubectl patch --type merge|json, or replace)"
     )
-    assert kubectl(base, "get", "tj", "ssa").returncode == 1
+    assert kubectl(base, "get", "trainjob", "ssa").returncode == 1
 
 
 def header(text: str) -> list[str]:
@@ -317,7 +317,7 @@ def test_server_dry_run_and_diff_store_nothing(
     ok(base, "label", "ns", "dry", "x=y", "--dry-run=server")
     with sim.lock:
         assert (sim.store.revision, sim.store.rng.getstate()) == (revision, rng)
-    assert kubectl(base, "get", "tj", "-n", "dry").stderr.strip() == (
+    assert kubectl(base, "get", "trainjob", "-n", "dry").stderr.strip() == (
         "No resources found in dry namespace."
     )
     ok(base, "apply", "-f", str(manifest))
@@ -328,7 +328,7 @@ def test_server_dry_run_and_diff_store_nothing(
     diff = kubectl(base, "diff", "-f", str(manifest))
     assert diff.returncode == 1, diff.stderr  # 1: differences found
     assert "+  labels:\n+    team: a\n" in diff.stdout
-    assert ok(base, "get", "tj", "dry", "-n", "dry", "-o", "jsonpath={.metadata.labels}") == ""
+    assert ok(base, "get", "trainjob", "dry", "-n", "dry", "-o", "jsonpath={.metadata.labels}") == ""
     ok(base, "delete", "ns", "dry")
 
 
