@@ -328,7 +328,9 @@ def test_server_dry_run_and_diff_store_nothing(
     diff = kubectl(base, "diff", "-f", str(manifest))
     assert diff.returncode == 1, diff.stderr  # 1: differences found
     assert "+  labels:\n+    team: a\n" in diff.stdout
-    assert ok(base, "get", "trainjob", "dry", "-n", "dry", "-o", "jsonpath={.metadata.labels}") == ""
+    assert (
+        ok(base, "get", "trainjob", "dry", "-n", "dry", "-o", "jsonpath={.metadata.labels}") == ""
+    )
     ok(base, "delete", "ns", "dry")
 
 
