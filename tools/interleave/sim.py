@@ -362,7 +362,12 @@ def replace(world: World, slot: Slot) -> None:
     world.slots[slot.index] = world.supervisor(slot.index, slot.generation + 1)
 
 
-def host_call(world: World, slot: Slot, what: str, action: Callable[[], object]) -> str:
+def host_call(
+    world: World, slot: Slot, what: str, action: Callable[[], object], crash: bool = False
+) -> str:
+    if crash:
+        slot.crashing.at = slot.crashing.count + world.rng.randint(1, 4)
+        slot.crashing.before = world.rng.random() < 0.5
     try:
         action()
         return f"{slot.owner} {what}: done"
@@ -371,6 +376,8 @@ def host_call(world: World, slot: Slot, what: str, action: Callable[[], object])
         return f"{slot.owner} {what}: {crashed}; replaced"
     except DispatchError as error:
         return f"{slot.owner} {what}: {type(error).__name__}"
+    finally:
+        slot.crashing.at = None
 
 
 def play(world: World, job: JobID, calm: bool) -> str:
@@ -385,6 +392,13 @@ def play(world: World, job: JobID, calm: bool) -> str:
         return f"scheduler: {native} gone"
     ref = refs[0]
     try:
+        if state is State.QUEUED and world.memory and not calm and world.rng.random() < 0.2:
+            j = world.backend.cluster.jobs[native]
+            if world.rng.random() < 0.5:
+                world.backend.cluster.end(j, State.FAILED, Cause.LAUNCH_FAILED)
+                return f"scheduler: {ref_id}'s launch fails"
+            j.cause = Cause.UNSCHEDULABLE
+            return f"scheduler: {ref_id} stays queued, unschedulable"
         if state is State.QUEUED:
             world.faults.let_run(ref)
             return f"scheduler: run {ref_id}"
@@ -423,6 +437,7 @@ def event(world: World, step: int) -> str:
             slot,
             f"submit {short(job)} {policy_text(policy)}",
             lambda: slot.sup.submit(SPEC, policy, with_job(job)),
+            crash=not calm and rng.random() < 0.15,
         )
     if roll < 0.45:
         return step_supervisor(world, slot, not calm and rng.random() < 0.15)
@@ -466,7 +481,13 @@ def event(world: World, step: int) -> str:
         return f"fault: look-alike {kind.value} {native} of {short(job)}"
     job = rng.choice(world.jobs)
     if roll < 0.97:
-        return host_call(world, slot, f"cancel {short(job)}", lambda: slot.sup.cancel(job))
+        return host_call(
+            world,
+            slot,
+            f"cancel {short(job)}",
+            lambda: slot.sup.cancel(job),
+            crash=rng.random() < 0.15,
+        )
     return host_call(world, slot, f"person releases {short(job)}", lambda: slot.sup.release(job))
 
 
