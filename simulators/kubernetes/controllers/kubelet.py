@@ -40,9 +40,18 @@ from simulators.kubernetes import errors
 from simulators.kubernetes.behaviour import Behaviour, Behaviours
 from simulators.kubernetes.controllers.base import Cluster, Controller
 from simulators.kubernetes.controllers.scheduler import UNREACHABLE_TAINT, node_ready
+from simulators.kubernetes.env import container_env
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.faults import FaultError
-from simulators.kubernetes.objects import JSON, clone, meta, set_condition, timestamp
+from simulators.kubernetes.objects import (
+    JSON,
+    annotations_of,
+    clone,
+    labels_of,
+    meta,
+    set_condition,
+    timestamp,
+)
 from simulators.kubernetes.resources import NODES, PODS, ResourceType
 from simulators.kubernetes.store import Event, Key
 
@@ -104,6 +113,30 @@ class PodRuntime:
     kill_at: float | None = None
     done: bool = False
     evicted: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class Start:
+    """One container start, as its kubelet saw it: the pod then, and the environment."""
+
+    at: float
+    namespace: str
+    pod: str
+    pod_uid: str
+    container: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    env: dict[str, str]
+
+
+STARTS_KEY: Final = "kubelet-starts"
+
+
+def starts(cluster: Cluster) -> list[Start]:
+    """Every container start so far, in order (kept after the pods are gone)."""
+    found = cluster.extras.setdefault(STARTS_KEY, [])
+    assert isinstance(found, list)
+    return found
 
 
 def _state(cluster: Cluster) -> dict[str, PodRuntime]:
@@ -192,7 +225,9 @@ class Kubelet(Controller):
         ]
         return PodRuntime(str(meta(pod).get("uid", "")), now, containers)
 
-    def _start(self, runtime: PodRuntime, container: ContainerRuntime, at: float) -> None:
+    def _start(
+        self, runtime: PodRuntime, container: ContainerRuntime, at: float, pod: JSON
+    ) -> None:
         b = container.behaviour
         container.next_at = None
         if b.config_error:
@@ -219,6 +254,29 @@ class Kubelet(Controller):
             rng = self.cluster.rng
             runtime.pod_ip = f"10.244.{rng.randrange(0, 256)}.{rng.randrange(2, 255)}"
         runtime.started = True
+        spec = next(
+            (
+                c
+                for c in pod.get("spec", {}).get("containers") or []
+                if isinstance(c, dict) and c.get("name") == container.name
+            ),
+            {},
+        )
+        seen = clone(pod)
+        seen.setdefault("status", {})["podIP"] = runtime.pod_ip
+        m = meta(pod)
+        starts(self.cluster).append(
+            Start(
+                at,
+                str(m.get("namespace", "")),
+                str(m.get("name", "")),
+                runtime.uid,
+                container.name,
+                dict(labels_of(pod)),
+                dict(annotations_of(pod)),
+                container_env(seen, spec),
+            )
+        )
 
     def _end(self, container: ContainerRuntime, at: float, code: int, reason: str) -> None:
         run = container.current
@@ -235,7 +293,7 @@ class Kubelet(Controller):
         for c in runtime.containers:
             for _ in range(10_000):
                 if c.next_at is not None and c.next_at <= now:
-                    self._start(runtime, c, c.next_at)
+                    self._start(runtime, c, c.next_at, pod)
                     if c.waiting == "ErrImagePull" and c.next_at is not None and c.next_at <= now:
                         continue
                     if c.waiting == "CreateContainerConfigError":
