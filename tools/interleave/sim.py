@@ -439,6 +439,8 @@ def event(world: World, step: int) -> str:
             lambda: slot.sup.submit(SPEC, policy, with_job(job)),
             crash=not calm and rng.random() < 0.15,
         )
+    if calm:
+        return calm_event(world, slot, roll)
     if roll < 0.45:
         return step_supervisor(world, slot, not calm and rng.random() < 0.15)
     if roll < 0.65:
@@ -447,18 +449,6 @@ def event(world: World, step: int) -> str:
         seconds = rng.choice([1.0, 5.0, 10.0, 20.0, 40.0])
         world.clock.advance(seconds)
         return f"clock +{seconds:g} s"
-    if calm:
-        for job in world.jobs:
-            with suppress(DispatchError):
-                status = slot.sup.status(job)
-                if status.waiting_for_person and not status.finished:
-                    return host_call(
-                        world,
-                        slot,
-                        f"person releases {short(job)}",
-                        partial(slot.sup.release, job),
-                    )
-        return step_supervisor(world, slot, False)
     if roll < 0.84:
         replace(world, slot)
         return f"{slot.owner} killed; replaced"
@@ -489,6 +479,31 @@ def event(world: World, step: int) -> str:
             crash=rng.random() < 0.15,
         )
     return host_call(world, slot, f"person releases {short(job)}", lambda: slot.sup.release(job))
+
+
+def calm_event(world: World, slot: Slot, roll: float) -> str:
+    """After the faults: a supervisor steps, the scheduler runs or ends (succeeds) an object
+    of an unfinished job, the clock moves (leases of dead supervisors expire), or a person
+    releases a job held for a person."""
+    rng = world.rng
+    if roll < 0.4:
+        return step_supervisor(world, slot, False)
+    unfinished = set(world.store.unfinished())
+    waiting = [j for j in world.jobs if j in unfinished]
+    if roll < 0.7:
+        return play(world, rng.choice(waiting or world.jobs), True)
+    if roll < 0.9:
+        seconds = rng.choice([5.0, 10.0, 20.0, 40.0])
+        world.clock.advance(seconds)
+        return f"clock +{seconds:g} s"
+    for job in waiting:
+        with suppress(DispatchError):
+            status = slot.sup.status(job)
+            if status.waiting_for_person:
+                return host_call(
+                    world, slot, f"person releases {short(job)}", partial(slot.sup.release, job)
+                )
+    return step_supervisor(world, slot, False)
 
 
 def policy_text(policy: Policy) -> str:
