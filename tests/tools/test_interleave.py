@@ -67,3 +67,10 @@ def test_stop_at_dumps_the_state_at_that_step(capsys: pytest.CaptureFixture[str]
     said = capsys.readouterr().out
     assert said.splitlines()[30].startswith("0030 ") and "-- at step 30:" in said
     assert "lease:" in said
+
+
+def test_seeds_pass_on_the_slurm_simulator_and_replay_the_same() -> None:
+    outcomes = [run(Config(seed=s, harness="slurm-sim")) for s in range(4)]
+    assert all(o.ok for o in outcomes), [str(o.violation) for o in outcomes if not o.ok]
+    again = run(Config(seed=2, harness="slurm-sim"))
+    assert again.trace == outcomes[2].trace  # its clock starts at the wall time: ids do not

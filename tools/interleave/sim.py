@@ -33,7 +33,7 @@ from adapters.memory.kube import parse_kube_identity
 from adapters.memory.testing.broken import StartNotIdempotent
 from adapters.memory.testing.harness import MemoryFaults
 from adapters.slurm.identity import parse_slurm_comment
-from adapters.slurm.testing.sim import SlurmSimHarness
+from adapters.slurm.testing.sim import SlurmSimHarness, sim_cluster
 from conformance.harness import CannotInject, LookAlike
 from conformance.suites.core import Crash, Crashing
 from dispatch_core import (
@@ -43,6 +43,7 @@ from dispatch_core import (
     JobID,
     JobSpec,
     ObjectRef,
+    Observation,
     Policy,
     Rule,
     RuleKind,
@@ -50,6 +51,7 @@ from dispatch_core import (
     VirtualClock,
     with_job,
 )
+from dispatch_core.clock import DEFAULT_START
 from dispatch_core.identity import ENV_ATTEMPT, ENV_EPOCH
 from dispatch_core.record import MemoryRecordStore
 from dispatch_core.record.types import (
@@ -73,6 +75,9 @@ CAUSES: Final = (
 )
 """The causes an execution is made to fail with."""
 SPEC: Final = JobSpec(command=("true",))
+EPOCH: Final = DEFAULT_START
+"""The time job ids are drawn from, plus the elapsed virtual time (the memory cluster's
+virtual clock starts there, so its ids are its clock's)."""
 
 
 class Violation(Exception):
@@ -140,6 +145,8 @@ class World:
     foreign_writes: list[str] = field(default_factory=list)
     harness: SlurmSimHarness | None = None
     cache: dict[JobID, list[Entry]] = field(default_factory=dict)
+    lookalikes: list[str] = field(default_factory=list)
+    began: float = 0.0
 
     def entries(self, job: JobID) -> list[Entry]:
         """The job's records, read incrementally (records never change once written)."""
@@ -199,8 +206,13 @@ class World:
             rules.append(Rule(kind=kind, budget=self.rng.randint(0, 2), causes=causes))
         return Policy(rules=tuple(rules), shared_checkpoint=self.rng.random() < 0.1)
 
+    def elapsed(self) -> float:
+        """Seconds since the world began (slurm-sim's clock starts at the wall time)."""
+        return self.clock.now() - self.began
+
     def job_id(self) -> JobID:
-        millis = int(self.clock.now() * 1000)
+        # From the elapsed time, not the clock's: the same seed makes the same ids.
+        millis = int((EPOCH + self.elapsed()) * 1000)
         return JobID(ULID.from_bytes(millis.to_bytes(6, "big") + self.rng.randbytes(10)))
 
     # -- ground truth ----------------------------------------------------------------------------
@@ -231,9 +243,9 @@ class World:
         if self.harness is not None:
             backend = self.harness.reopen(self.backend)
             runs: list[tuple[str, int]] = []
-            for o in backend.find(job):
-                if o.foreign:
-                    continue
+            # In the order the objects were made (their submissions): find keeps none.
+            mine = sorted((o for o in backend.find(job) if not o.foreign), key=_made)
+            for o in mine:
                 for ranks in self.harness.executions(self.backend, o.ref):
                     if ranks:
                         runs.append((ranks[0][ENV_ATTEMPT], int(ranks[0][ENV_EPOCH])))
@@ -257,6 +269,10 @@ class World:
         if j.job is None or j.owner != "me":
             return None, None
         return j.job, carried(j)
+
+
+def _made(seen: Observation) -> tuple[int, str]:
+    return (seen.submission or 0, seen.ref.id)
 
 
 def carried(j: Job) -> int:
@@ -334,6 +350,7 @@ def make_world(config: Config) -> World:
             shape, clock=clock, rules={RuleKind.REQUEUE: "yes"}, max_job_id=400, min_job_age=60.0
         )
         world = World(config, rng, backend, clock, MemoryFaults(backend))
+    world.began = world.clock.now()
     world.slots = [world.supervisor(i, 1) for i in range(config.supervisors)]
     return world
 
@@ -439,6 +456,13 @@ def event(world: World, step: int) -> str:
             lambda: slot.sup.submit(SPEC, policy, with_job(job)),
             crash=not calm and rng.random() < 0.15,
         )
+    if step == config.faults and world.harness is not None and world.lookalikes:
+        # Their owners end them: on slurm-sim a look-alike runs, and holds a node's CPUs.
+        cluster = sim_cluster(world.backend)
+        for native in world.lookalikes:
+            with suppress(RuntimeError):
+                cluster.admin("scancel", native)
+        return f"look-alikes ended: {', '.join(world.lookalikes)}"
     if calm:
         return calm_event(world, slot, roll)
     if roll < 0.45:
@@ -468,6 +492,7 @@ def event(world: World, step: int) -> str:
             native = world.faults.inject_look_alike(job, kind, rng.randrange(3))
         except CannotInject:
             return "fault: no look-alike"
+        world.lookalikes.append(native)
         return f"fault: look-alike {kind.value} {native} of {short(job)}"
     job = rng.choice(world.jobs)
     if roll < 0.97:
@@ -603,12 +628,14 @@ def dump_job(world: World, job: JobID) -> str:
 
 
 def dump(world: World) -> str:
-    lines = [f"clock {world.clock.now():.0f}"]
+    lines = [f"clock +{world.elapsed():.0f} s"]
     for job in world.jobs:
         lease = world.store.lease(job)
         lines.append(dump_job(world, job))
         lines.append(
-            f"  lease: {lease.owner if lease else None} until {lease.expires if lease else None:}"
+            f"  lease: {lease.owner} until +{lease.expires - world.began:.0f} s"
+            if lease
+            else "  lease: none"
         )
         for n, live, state, native in sorted(world.objects(job)):
             lines.append(f"  object {native}: submission {n}, {state.value}, live={live}")
