@@ -7,7 +7,7 @@ import pytest
 
 from tools.interleave import Config, run
 from tools.interleave.__main__ import main
-from tools.interleave.broken import StartsWithoutFind
+from tools.interleave.broken import BROKEN, StartsWithoutFind
 
 
 def test_a_few_hundred_seeds_pass() -> None:
@@ -74,3 +74,20 @@ def test_seeds_pass_on_the_slurm_simulator_and_replay_the_same() -> None:
     assert all(o.ok for o in outcomes), [str(o.violation) for o in outcomes if not o.ok]
     again = run(Config(seed=2, harness="slurm-sim"))
     assert again.trace == outcomes[2].trace  # its clock starts at the wall time: ids do not
+
+
+@pytest.mark.parametrize(
+    ("broken", "invariant"),
+    [("cancels-foreign-objects", "no-foreign-write"), ("ignores-rule-budgets", "rule-budget")],
+)
+def test_each_broken_supervisor_is_caught_by_its_invariant(broken: str, invariant: str) -> None:
+    supervisor = BROKEN[broken]
+    for seed in range(60):
+        outcome = run(Config(seed=seed, supervisor_class=supervisor))
+        if not outcome.ok:
+            assert outcome.violation is not None and outcome.violation.name == invariant
+            assert outcome.replay.startswith(
+                f"python -m tools.interleave --seed {seed} --broken {broken}"
+            )
+            return
+    pytest.fail(f"{broken} passed 60 seeds")

@@ -54,18 +54,7 @@ def config(args: argparse.Namespace, seed: int) -> Config:
 
 
 def command(args: argparse.Namespace, seed: int) -> str:
-    made = replay_command(config(args, seed))
-    for flag, on in (
-        (f" --broken {args.broken}", args.broken),
-        (" --start-not-idempotent", args.start_not_idempotent),
-    ):
-        if on:
-            made += flag
-    for name, default in (("jobs", 3), ("supervisors", 2), ("faults", 80), ("calm", 150)):
-        value = getattr(args, name)
-        if value != default:
-            made += f" --{name} {value}"
-    return made
+    return replay_command(config(args, seed))
 
 
 def report(args: argparse.Namespace, outcome: Outcome) -> None:

@@ -62,6 +62,7 @@ from dispatch_core.record.types import (
     TransitionRecord,
 )
 from dispatch_core.supervise import Backoff, Supervisor
+from tools.interleave.broken import BROKEN
 
 HARNESSES: Final = ("memory-slurm", "memory-kubeflow", "slurm-sim")
 LEASE_TTL: Final = 30.0
@@ -644,8 +645,21 @@ def dump(world: World) -> str:
 
 
 def replay_command(config: Config) -> str:
-    extra = f" --harness {config.harness}" if config.harness != "memory-slurm" else ""
-    return f"python -m tools.interleave --seed {config.seed}{extra}"
+    """The command that runs ``config`` again (its seed, harness and every option not at its
+    default)."""
+    made = f"python -m tools.interleave --seed {config.seed}"
+    if config.harness != "memory-slurm":
+        made += f" --harness {config.harness}"
+    names = {kind: name for name, kind in BROKEN.items()}
+    if config.supervisor_class is not Supervisor:
+        made += f" --broken {names.get(config.supervisor_class, config.supervisor_class.__name__)}"
+    if config.start_not_idempotent:
+        made += " --start-not-idempotent"
+    default = Config(seed=config.seed)
+    for name in ("jobs", "supervisors", "faults", "calm"):
+        if getattr(config, name) != getattr(default, name):
+            made += f" --{name} {getattr(config, name)}"
+    return made
 
 
 def run(config: Config) -> Outcome:
