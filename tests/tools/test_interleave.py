@@ -91,3 +91,38 @@ def test_each_broken_supervisor_is_caught_by_its_invariant(broken: str, invarian
             )
             return
     pytest.fail(f"{broken} passed 60 seeds")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="supervisor bug: cancel() stops objects for its whole shutdown budget without "
+    "renewing the job's lease, so with shutdown_budget >= lease_ttl it writes to the scheduler "
+    "after its lease expired (another supervisor may have the job by then)",
+)
+def test_cancel_writes_only_under_a_live_lease() -> None:
+    from adapters.memory import MemoryBackend
+    from adapters.memory.testing.harness import MemoryFaults
+    from dispatch_core import JobSpec, ObjectRef, OutcomeUnknown, VirtualClock
+    from dispatch_core.record import MemoryRecordStore
+    from dispatch_core.supervise import Supervisor
+
+    clock = VirtualClock()
+    backend = MemoryBackend("slurm", clock=clock)
+    store = MemoryRecordStore()
+    sup = Supervisor(backend, store, clock, owner="A", lease_ttl=10.0, shutdown_budget=30.0)
+    job = sup.submit(JobSpec(command=("true",)))
+    ref = sup.status(job).ref
+    assert ref is not None
+    MemoryFaults(backend).let_run(ref)
+    sup.step()
+    unleased: list[float] = []
+
+    def stop(ref: ObjectRef) -> None:  # the scheduler takes its time to end the object
+        lease = store.lease(job)
+        if lease is None or lease.owner != "A" or not lease.live(clock.now()):
+            unleased.append(clock.now())
+
+    backend.stop = stop  # type: ignore[method-assign]
+    with pytest.raises(OutcomeUnknown):
+        sup.cancel(job)
+    assert unleased == []
