@@ -273,7 +273,8 @@ class Supervisor:
                         ),
                     )
                 deadline = self.clock.now() + self.shutdown_budget
-                while not self._drive_cancel(view):
+                # every stop is made under a live lease: renewed before each round of the wait
+                while self._keep_lease(job) and not self._drive_cancel(view):
                     remaining = deadline - self.clock.now()
                     if remaining <= 0:
                         raise OutcomeUnknown(
@@ -421,11 +422,10 @@ class Supervisor:
         self._tell(entry)
         return entry
 
-    def _append(self, view: JobView, record: Record) -> Entry:
-        """Append under this supervisor's lease, as the next seq (the seq this supervisor's
-        view expects: the append is refused if anyone else wrote); drop the job on a conflict.
-        A lease that expired during a long call is taken again when nobody else holds it."""
-        job = view.job
+    def _keep_lease(self, job: JobID) -> Lease:
+        """This supervisor's live lease of ``job``, renewed when half spent. A lease that
+        expired during a long call (a scheduler's timeout) is taken again only when nobody
+        holds it (an append then checks that nobody wrote meanwhile); ``_Lost`` otherwise."""
         now = self.clock.now()
         lease = self._leases.get(job)
         if lease is None:
@@ -433,13 +433,23 @@ class Supervisor:
             raise _Lost()
         try:
             if not lease.live(now):
-                # Expired during a long call (a scheduler's timeout): taken again only when
-                # nobody holds it; the append below then checks that nobody wrote meanwhile.
                 lease = self.store.acquire(job, self.owner, now, self.lease_ttl)
-                self._leases[job] = lease
             elif lease.expires - now < self.lease_ttl / 2:
-                lease = self._leases[job] = self.store.renew(lease, now, self.lease_ttl)
-            entry = self.store.append(job, view.next_seq, record, lease, now)
+                lease = self.store.renew(lease, now, self.lease_ttl)
+        except LeaseConflict:
+            self._drop(job)
+            raise _Lost() from None
+        self._leases[job] = lease
+        return lease
+
+    def _append(self, view: JobView, record: Record) -> Entry:
+        """Append under this supervisor's lease, as the next seq (the seq this supervisor's
+        view expects: the append is refused if anyone else wrote); drop the job on a conflict.
+        A lease that expired during a long call is taken again when nobody else holds it."""
+        job = view.job
+        lease = self._keep_lease(job)
+        try:
+            entry = self.store.append(job, view.next_seq, record, lease, self.clock.now())
         except (LeaseConflict, SeqConflict):
             self._drop(job)
             raise _Lost() from None

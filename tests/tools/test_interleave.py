@@ -93,12 +93,6 @@ def test_each_broken_supervisor_is_caught_by_its_invariant(broken: str, invarian
     pytest.fail(f"{broken} passed 60 seeds")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="supervisor bug: cancel() stops objects for its whole shutdown budget without "
-    "renewing the job's lease, so with shutdown_budget >= lease_ttl it writes to the scheduler "
-    "after its lease expired (another supervisor may have the job by then)",
-)
 def test_cancel_writes_only_under_a_live_lease() -> None:
     from adapters.memory import MemoryBackend
     from adapters.memory.testing.harness import MemoryFaults
