@@ -1,14 +1,37 @@
-"""Deliberately broken Kubeflow adapters and a broken readmission gate (see CATALOGUE)."""
+"""Deliberately broken Kubeflow adapters, and a broken readmission gate, on the simulated
+cluster: the proof that the checks have teeth where only the Kubeflow adapter can go wrong
+(a delete's precondition, a label lookup, the execution id, a runtime's identity).
+
+Each entry of :data:`CATALOGUE` is :class:`~adapters.kubeflow.KubeflowBackend` (or the gate)
+wrong in exactly one way, on the ``kubeflow-sim`` or ``kubeflow-sim-kueue`` cluster, with a
+harness factory of the same name, so that any of them can be named where a harness is
+expected::
+
+    dispatch-conformance run --harness adapters.kubeflow.testing.broken:find_by_name_prefix
+
+``tests/conformance/test_kubeflow_suites.py`` runs the checks against each and names the
+checks that catch it (``only``).
+"""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
-from typing import Any
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
 
 from kubernetes.client.exceptions import ApiException
 
+from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import ReadmissionGate
+from adapters.kubeflow.kube import TRAINER
+from adapters.kubeflow.runtimes import Runtime
+from adapters.kubeflow.testing.sim import KubeflowSimHarness
+from dispatch_core import JobID, JobSpec, ObjectRef, Observation
+
+# -- the broken gate -------------------------------------------------------------------------
 
 
 class ReadyBeforeWrite(ReadmissionGate):
@@ -27,3 +50,192 @@ class ReadyBeforeWrite(ReadmissionGate):
         with contextlib.suppress(ApiException):  # too late: refused; the broken gate never looks
             self.write_execution(trainjob, execution, admission)
         return acted
+
+
+# -- broken adapters ---------------------------------------------------------------------------
+
+
+JSON = dict[str, Any]
+
+
+class DeleteWithoutUid(KubeflowBackend):
+    """stop deletes the TrainJob by namespace/name alone, without ``preconditions.uid``: once
+    the ref's object is gone, a stop through it deletes whatever now has that name."""
+
+    def _delete(self, ref: ObjectRef, namespace: str, name: str) -> bool:
+        try:
+            self.kube.call(
+                "delete trainjobs",
+                self.kube.custom.delete_namespaced_custom_object,
+                *TRAINER,
+                namespace,
+                "trainjobs",
+                name,
+                body={"apiVersion": "v1", "kind": "DeleteOptions"},
+            )
+        except Exception as error:
+            if getattr(error, "status", None) == 404:
+                return False
+        return True
+
+
+class FindByNamePrefix(KubeflowBackend):
+    """find lists every TrainJob of the namespace and keeps those whose name starts with the
+    job's ``dj-<ulid lower>-`` prefix, instead of selecting by the exact ``dispatch/job``
+    label: a TrainJob named like the job's whose labels are not the job's is taken for it."""
+
+    def find(self, job_id: JobID) -> list[Observation]:
+        items = self.kube.list_objects(TRAINER, "trainjobs", self.namespace, "")
+        prefix = f"dj-{str(job_id).lower()}-"
+        return [
+            self._observe(obj)
+            for obj in items
+            if str((obj.get("metadata") or {}).get("name", "")).startswith(prefix)
+        ]
+
+
+class StockRuntimeUnflagged(KubeflowBackend):
+    """A stock runtime (JobSet's OnFailure, Job's backoffLimit 6: a failed rank reruns under
+    the identity it had) is read as if it kept identity: accepted without
+    ``allow_rank_restart``, ``identity_weakened`` "" for it, no rerun of its own declared."""
+
+    def runtime_of(self, spec: JobSpec | None) -> Runtime:
+        return dataclasses.replace(super().runtime_of(spec), weakening=())
+
+
+class HoldIgnoresResourceVersion(KubeflowBackend):
+    """hold writes its annotation and ``suspend`` with a merge patch that carries no
+    ``resourceVersion``: it lands on whatever the object has become since the adapter read it
+    (a TrainJob that started in between is suspended under a hold it should have refused)."""
+
+    def _update(
+        self,
+        ref: ObjectRef,
+        obj: JSON,
+        change: Callable[[JSON], None],
+        landed: Callable[[JSON], bool],
+        judge: Callable[[JSON], None],
+        what: str,
+    ) -> JSON:
+        if not what.startswith("hold"):
+            return super()._update(ref, obj, change, landed, judge, what)
+        body = copy.deepcopy(obj)
+        change(body)
+        namespace, name = self._where(ref)
+        patch = {
+            "metadata": {"annotations": (body.get("metadata") or {}).get("annotations") or {}},
+            "spec": {"suspend": (body.get("spec") or {}).get("suspend", False)},
+        }
+        return dict(
+            self.kube.call(
+                "patch trainjobs",
+                self.kube.custom.patch_namespaced_custom_object,
+                *TRAINER,
+                namespace,
+                "trainjobs",
+                name,
+                patch,
+            )
+        )
+
+
+class ReleaseKeepsExecution(KubeflowBackend):
+    """release unsuspends the TrainJob without bumping ``dispatch/execution``: an object held
+    after it ran (a requeue, a hold of a requeued object) runs again under the identity it
+    had before."""
+
+    def _resume(self, ref: ObjectRef, obj: JSON, what: str, hold: int | None) -> None:
+        if not what.startswith("release"):
+            super()._resume(ref, obj, what, hold)
+            return
+
+        def change(body: JSON) -> None:
+            body["metadata"].get("annotations", {}).pop("dispatch/hold", None)
+            body["spec"]["suspend"] = False
+
+        def landed(now: JSON) -> bool:
+            return (now.get("spec") or {}).get("suspend") is not True
+
+        self._update(ref, obj, change, landed, lambda now: None, what)
+
+
+# -- the catalogue -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Broken:
+    """One broken Kubeflow adapter (or gate): its name, the one thing wrong with it, what is
+    broken, on which cluster, and the checks that catch it."""
+
+    name: str
+    fault: str
+    backend: type[KubeflowBackend] = KubeflowBackend
+    gate: type[ReadmissionGate] = ReadmissionGate
+    kueue: bool = False
+    default_runtime: str = "dispatch-identity"
+    only: tuple[str, ...] = ()
+
+    def harness(self) -> KubeflowSimHarness:
+        return KubeflowSimHarness(
+            kueue=self.kueue,
+            backend_type=self.backend,
+            gate_type=self.gate,
+            default_runtime=self.default_runtime,
+            name=f"{__name__}:{self.name}",
+        )
+
+
+def _doc(kind: type) -> str:
+    return " ".join((kind.__doc__ or "").split())
+
+
+CATALOGUE: Final[Sequence[Broken]] = (
+    Broken("delete_without_uid", _doc(DeleteWithoutUid), DeleteWithoutUid),
+    Broken("gate_ready_before_write", _doc(ReadyBeforeWrite), gate=ReadyBeforeWrite, kueue=True),
+    Broken("find_by_name_prefix", _doc(FindByNamePrefix), FindByNamePrefix),
+    Broken(
+        "stock_runtime_unflagged",
+        _doc(StockRuntimeUnflagged),
+        StockRuntimeUnflagged,
+        default_runtime="torch-distributed",
+    ),
+    Broken(
+        "hold_ignores_resource_version",
+        _doc(HoldIgnoresResourceVersion),
+        HoldIgnoresResourceVersion,
+    ),
+    Broken("release_keeps_execution", _doc(ReleaseKeepsExecution), ReleaseKeepsExecution),
+)
+"""Every broken Kubeflow adapter, each wrong in exactly one way."""
+
+BY_NAME: Final = {broken.name: broken for broken in CATALOGUE}
+
+
+def _factory(name: str) -> Callable[[], KubeflowSimHarness]:
+    def factory() -> KubeflowSimHarness:
+        return BY_NAME[name].harness()
+
+    factory.__name__ = name
+    factory.__doc__ = f"The harness of the broken Kubeflow adapter {name}: {BY_NAME[name].fault}"
+    return factory
+
+
+delete_without_uid = _factory("delete_without_uid")
+gate_ready_before_write = _factory("gate_ready_before_write")
+find_by_name_prefix = _factory("find_by_name_prefix")
+stock_runtime_unflagged = _factory("stock_runtime_unflagged")
+hold_ignores_resource_version = _factory("hold_ignores_resource_version")
+release_keeps_execution = _factory("release_keeps_execution")
+
+__all__ = [
+    "BY_NAME",
+    "CATALOGUE",
+    "Broken",
+    "DeleteWithoutUid",
+    "FindByNamePrefix",
+    "HoldIgnoresResourceVersion",
+    "ReadyBeforeWrite",
+    "ReleaseKeepsExecution",
+    "StockRuntimeUnflagged",
+    *BY_NAME,
+]

@@ -1,0 +1,934 @@
+"""The Kubeflow adapter on the Kubernetes simulator: the ``kubeflow-sim`` and
+``kubeflow-sim-kueue`` harnesses.
+
+- ``kubeflow-sim``: :class:`~adapters.kubeflow.KubeflowBackend` on a fresh
+  :class:`~simulators.kubernetes.KubeSim` per backend (four nodes, the stock runtimes and
+  ``dispatch-identity``, containers that run until something ends them), no Kueue;
+- ``kubeflow-sim-kueue``: the same cluster with Kueue, whose ClusterQueue lists the readmission
+  gate's AdmissionCheck, and the gate (:class:`~adapters.kubeflow.admission.ReadmissionGate`)
+  run in process: it makes a pass whenever the harness moves the clock (before time moves, and
+  at every time a controller is due on the way) and before every probe and fault of the
+  harness, so it is never late in virtual time. Requests the adapter sends at one instant see
+  the cluster as it is at that instant, the gate's next pass not yet made (as a real gate is
+  a moment behind a write). The adapter gets ``queue="user-queue"``.
+
+Each simulator is served over HTTP on loopback (its server in a thread, stopped when the check
+ends: :meth:`KubeflowSimHarness.end`); the adapter and the gate reach it only through the
+official client with the server's kubeconfig, as they reach a real cluster. Faults act as the
+scheduler, an administrator or another user would, through the simulator's fault API and its
+store (never through the adapter); call faults (a lost reply, a refusal before effect, a race)
+are armed on the server for the next matching request the adapter sends.
+
+What Kubernetes cannot have is refused with the reason (:data:`REFUSED`): uids are never
+reused, there is no accounting history, a label value holds no comma, the API server answers a
+JSON body or nothing (no garbled success), and it never acknowledges a write it did not store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import urllib.parse
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kubernetes import client
+from kubernetes import config as kube_config
+
+from adapters.kubeflow import KubeflowBackend
+from adapters.kubeflow.admission import CHECK_NAME, CONTROLLER_NAME, ReadmissionGate
+from adapters.kubeflow.testing.lookalikes import (
+    ATTEMPT_ANNOTATION,
+    COMMA_LIST_REASON,
+    JOB_LABEL,
+    OTHER_NAMESPACE,
+    SUBMISSION_LABEL,
+    describe,
+    dispatch_trainjob,
+    look_alike,
+    look_alike_forms,
+)
+from conformance.harness import (
+    CannotInject,
+    Fault,
+    FaultInjector,
+    Harness,
+    IdentityModel,
+    LookAlike,
+    Lookup,
+    Probe,
+    Race,
+    ReplyLoss,
+    look_alike_need,
+)
+from dispatch_core import Clock, JobID, ObjectRef, Rejected
+from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
+from simulators.kubernetes.controllers.kubelet import Kubelet, starts
+from simulators.kubernetes.controllers.kubelet import _state as kubelet_state
+from simulators.kubernetes.objects import JSON
+from simulators.kubernetes.resources import JOBSETS, PODS, TRAINJOBS, WORKLOADS
+from simulators.kubernetes.server import Server
+
+NAMESPACE: Final = "default"
+QUEUE: Final = "user-queue"
+CLUSTER: Final = "kube-sim"
+JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
+JOBSET_UID: Final = "jobset.sigs.k8s.io/jobset-uid"
+RESTART_ATTEMPT: Final = "jobset.sigs.k8s.io/restart-attempt"
+COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+EXECUTION: Final = "dispatch/execution"
+HOLD: Final = "dispatch/hold"
+CONTAINER: Final = "node"
+LET_RUN_BOUND: Final = 600
+"""Virtual seconds let_run waits for the object's pods to run (a readmission, a pull)."""
+SETTLE_BOUND: Final = 1800
+"""Virtual seconds a fault waits for what it started to settle (an end, a requeue; a stock
+runtime's rank fails seven times with the kubelet's back-off before its Job gives up)."""
+
+KUBE_IDENTITY: Final = IdentityModel(
+    lookup=Lookup.LABEL, reuses_ids=False, requeue_moves_submit=False, history_outlives_live=False
+)
+"""Kubernetes' identity model: found by exact label, uids never reused, a requeue keeps the
+creationTimestamp, nothing outlives the live view."""
+
+REFUSED: Final[Mapping[str, str]] = {
+    Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a uid)",
+    Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a uid)",
+    Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
+    Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
+    Fault.DISABLE_HISTORY: "disable_history (no accounting history on Kubernetes to switch off)",
+    Fault.IGNORE_NEXT_STOP: (
+        "ignore_next_stop (the API server's delete removes the object or answers it with its "
+        "deletionTimestamp set; nothing acknowledges a delete and keeps the object as it was)"
+    ),
+    Fault.IGNORE_NEXT_WRITE: (
+        "ignore_next_write (an update the API server answered 200 is stored: it never "
+        "acknowledges a write it did not make)"
+    ),
+    look_alike_need(LookAlike.COMMA_LIST): COMMA_LIST_REASON,
+    Probe.HOST_PATHS: (
+        "host_paths (the simulated kubelet runs no process: there is no filesystem its pods "
+        "write to)"
+    ),
+    Probe.COMMANDS: (
+        "commands (the simulated kubelet runs no process: it records each container start and "
+        "the environment it saw)"
+    ),
+    Probe.SIGNALS: (
+        "signals (the Kubeflow adapter asks for no time limit with a signal before it: a "
+        "TrainJob's activeDeadlineSeconds deletes its pods with the grace period it has)"
+    ),
+}
+"""What both simulated clusters lack, and why (the text after ``harness cannot inject``)."""
+NO_KUEUE_REQUEUE: Final = (
+    "requeue_underneath (without Kueue nothing on Kubernetes requeues a TrainJob underneath "
+    "its owner: an administrator's suspend and resume by hand reruns it under the execution id "
+    "it had, which no adapter sees coming; kubeflow-sim-kueue requeues through Kueue's "
+    "eviction, which the readmission gate readmits)"
+)
+HELD_REQUEUE: Final = (
+    "requeue_underneath(held) (Kueue readmits an evicted Workload by itself: there is no "
+    "state in which the scheduler keeps a requeued TrainJob held)"
+)
+SIM_OFFERS: Final = frozenset(
+    [
+        Fault.LET_RUN,
+        Fault.FINISH,
+        Fault.PURGE,
+        Fault.LOSE_NODE,
+        Fault.PREEMPT,
+        Fault.LOSE_NEXT_REPLY,
+        Fault.FAIL_BEFORE_EFFECT,
+        Fault.VANISH_BEFORE_READ_BACK,
+        Fault.RACE_NEXT_WRITE,
+        Fault.FAIL_BETWEEN_STEPS,
+        Fault.NEAR_HOLD,
+        *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.COMMA_LIST),
+        Probe.EXECUTIONS,
+        Probe.INVENTORY,
+        Probe.PREFLIGHT,
+    ]
+)
+"""What both simulated clusters offer; ``kubeflow-sim-kueue`` offers requeue_underneath too."""
+NEAR_HOLDS: Final[tuple[tuple[str, str], ...]] = (
+    ("0", "dispatch/hold=0 (numbers start at 1)"),
+    ("1000000", "dispatch/hold=1000000 (the hold bound)"),
+    ("01", "dispatch/hold=01 (a leading zero)"),
+    ("-1", "dispatch/hold=-1 (a sign)"),
+    ("", "dispatch/hold empty"),
+    (" 1", "dispatch/hold=' 1' (a space before)"),
+)
+"""Values just outside the hold encoding, each written with the object deferred."""
+WRITE_VERBS: Final[Mapping[str, tuple[str, ...]]] = {
+    "start": ("POST",),
+    "stop": ("DELETE",),
+    "hold": ("PUT", "PATCH"),
+    "release": ("PUT", "PATCH"),
+    "requeue": ("PUT", "PATCH"),
+}
+"""The HTTP methods of each operation's writes."""
+VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+@dataclass
+class Armed:
+    """A call fault waiting for the adapter's next write of ``operation``."""
+
+    need: str
+    operation: str
+    before: Callable[[Route], None] | None = None
+    after: Callable[[Route], None] | None = None
+    skip: int = 0
+    """How many of the operation's writes to let through first (fail_between_steps: 1)."""
+
+
+@dataclass(frozen=True)
+class Route:
+    """What one request of the adapter names."""
+
+    method: str
+    plural: str
+    """The resource's plural, with ``/<subresource>`` when it names one."""
+    namespace: str
+    name: str
+
+
+def route(method: str, url: str) -> Route:
+    """The resource a request's URL names (``/api/v1/...`` or ``/apis/<g>/<v>/...``)."""
+    path = urllib.parse.urlsplit(url).path.strip("/").split("/")
+    rest = path[2:] if path[:1] == ["api"] else path[3:]
+    namespace = ""
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        namespace, rest = rest[1], rest[2:]
+    plural = rest[0] if rest else ""
+    name = rest[1] if len(rest) > 1 else ""
+    if len(rest) > 2:
+        plural = f"{plural}/{rest[2]}"
+    return Route(method, plural, namespace, name)
+
+
+class HookedApiClient(client.ApiClient):
+    """The adapter's ApiClient: before each request armed call faults fire (on the server, for
+    exactly that request); after it, their follow-ups."""
+
+    def __init__(self, cluster: SimCluster, configuration: client.Configuration) -> None:
+        super().__init__(configuration)
+        self.cluster = cluster
+
+    def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        after = self.cluster.arm(route(method, url))
+        try:
+            return super().call_api(method, url, *args, **kwargs)
+        finally:
+            if after is not None:
+                after(route(method, url))
+
+
+class SimClock:
+    """The harness clock: virtual time of the simulator, advanced through it (so that every
+    controller reconciles on the way) and stopping at each due time for the gate's pass."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+
+    def now(self) -> float:
+        return self.cluster.sim.clock.now()
+
+    def advance(self, seconds: float) -> float:
+        if seconds < 0:
+            raise ValueError(f"a clock cannot go back ({seconds} s)")
+        sim = self.cluster.sim
+        target = sim.clock.now() + seconds
+        for _ in range(100_000):
+            self.cluster.sync()
+            now = sim.clock.now()
+            if now >= target:
+                break
+            due = sim.runner.next_due()
+            step = target - now if due is None or due >= target else max(due - now, 0.0)
+            sim.advance(step if step > 0 else min(1.0, target - now))
+        self.cluster.sync()
+        return sim.clock.now()
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+
+
+class SimCluster:
+    """One simulated cluster served over HTTP, its gate (with Kueue), and its call faults."""
+
+    def __init__(self, kueue: bool, seed: int) -> None:
+        queue = QueueConfig(
+            admission_checks=(CHECK_NAME,), admission_check_controller=CONTROLLER_NAME
+        )
+        namespaces = ("default", "kube-system", "kube-public", OTHER_NAMESPACE)
+        config = KubeConfig(
+            kueue=kueue, queue=queue, default_run_seconds=None, namespaces=namespaces
+        )
+        self.kueue = kueue
+        self.sim = KubeSim(config, seed=seed)
+        self._stack = contextlib.ExitStack()
+        self.server: Server = self._stack.enter_context(self.sim.serve())
+        self.clock = SimClock(self)
+        self.armed: list[Armed] = []
+        self.owners: dict[str, str] = {}
+        """JobSet uid to the uid of the TrainJob that owned it (kept after both are gone)."""
+        self._seen = -1
+        self.clients: list[client.ApiClient] = []
+        self.gate: ReadmissionGate | None = None
+        if kueue:
+            self.gate = ReadmissionGate(self._plain(), namespace=None, clock=self.sim.clock)
+        self.kubelet = next(c for c in self.sim.controllers if isinstance(c, Kubelet))
+        self.serial = itertools.count(1)
+
+    def configuration(self) -> client.Configuration:
+        configuration = client.Configuration()
+        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=str(self.server.kubeconfig), client_configuration=configuration
+        )
+        return configuration
+
+    def _plain(self) -> client.ApiClient:
+        made = client.ApiClient(self.configuration())
+        self.clients.append(made)
+        return made
+
+    def api(self) -> client.ApiClient:
+        """A new ApiClient for an adapter instance (its own connection pool)."""
+        made = HookedApiClient(self, self.configuration())
+        self.clients.append(made)
+        return made
+
+    def close(self) -> None:
+        for made in self.clients:
+            with contextlib.suppress(Exception):
+                made.close()  # type: ignore[no-untyped-call]
+        self._stack.close()
+
+    # -- the gate, and what the harness remembers ------------------------------------------------
+
+    def sync(self) -> None:
+        """The gate's pass (with Kueue) when anything changed since the last one; and the
+        JobSet owners seen so far."""
+        store = self.sim.store
+        if store.revision == self._seen:
+            return
+        for jobset in store.select(JOBSETS):
+            metadata = jobset.get("metadata", {})
+            for ref in metadata.get("ownerReferences") or []:
+                if ref.get("controller") and ref.get("kind") == "TrainJob":
+                    self.owners[str(metadata.get("uid"))] = str(ref.get("uid"))
+        if self.gate is not None:
+            self.gate.sync()
+        self._seen = store.revision
+
+    # -- call faults ---------------------------------------------------------------------------
+
+    def arm(self, request: Route) -> Callable[[Route], None] | None:
+        """Fire the first armed call fault this request is a write of; its follow-up."""
+        if request.method not in VERBS:
+            return None
+        for index, armed in enumerate(self.armed):
+            if request.method not in WRITE_VERBS[armed.operation]:
+                continue
+            if armed.skip:
+                armed.skip -= 1
+                return None
+            del self.armed[index]
+            if armed.before is not None:
+                armed.before(request)
+            return armed.after
+        return None
+
+    def unfired(self) -> list[str]:
+        return [armed.need for armed in self.armed]
+
+    # -- which objects a ref names -------------------------------------------------------------
+
+    def trainjob(self, ref: ObjectRef) -> JSON | None:
+        """The ref's TrainJob while it exists (the same uid under its namespace/name)."""
+        namespace, _, name = ref.id.partition("/")
+        found = self.sim.store.peek(TRAINJOBS, namespace, name)
+        if found is None or found.get("metadata", {}).get("uid") != ref.uid:
+            return None
+        return found
+
+    def require(self, ref: ObjectRef) -> JSON:
+        self.sync()
+        found = self.trainjob(ref)
+        if found is None:
+            raise KeyError(f"TrainJob {ref.id} (uid {ref.uid}) is not on the cluster")
+        return found
+
+    def pods(self, trainjob: JSON) -> list[JSON]:
+        """The live (not terminating) pods of the TrainJob's current JobSet."""
+        metadata = trainjob["metadata"]
+        uid = str(metadata["uid"])
+        jobsets = {
+            str(js["metadata"]["uid"])
+            for js in self.sim.store.select(JOBSETS, str(metadata["namespace"]))
+            if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
+        }
+        return [
+            pod
+            for pod in self.sim.store.select(PODS, str(metadata["namespace"]))
+            if pod["metadata"].get("labels", {}).get(JOBSET_UID) in jobsets
+            and not pod["metadata"].get("deletionTimestamp")
+        ]
+
+    def ranks(self, trainjob: JSON) -> int:
+        """How many pods the TrainJob's JobSet runs (replicas times parallelism), 0 if none."""
+        metadata = trainjob["metadata"]
+        jobset = self.sim.store.peek(JOBSETS, str(metadata["namespace"]), str(metadata["name"]))
+        if jobset is None:
+            return 0
+        total = 0
+        for rjob in jobset.get("spec", {}).get("replicatedJobs") or []:
+            parallelism = rjob.get("template", {}).get("spec", {}).get("parallelism", 1)
+            total += int(rjob.get("replicas", 1)) * int(parallelism)
+        return total
+
+    def running(self, trainjob: JSON) -> bool:
+        """Whether every rank of the TrainJob's current execution runs."""
+        pods = self.pods(trainjob)
+        expected = self.ranks(trainjob)
+        if expected == 0 or len(pods) < expected:
+            return False
+        for pod in pods:
+            statuses = pod.get("status", {}).get("containerStatuses") or []
+            if pod.get("status", {}).get("phase") != "Running" or not statuses:
+                return False
+            if not all("running" in (s.get("state") or {}) for s in statuses):
+                return False
+        return True
+
+    def finished(self, trainjob: JSON) -> bool:
+        for condition in trainjob.get("status", {}).get("conditions") or []:
+            if (
+                condition.get("type") in ("Complete", "Failed")
+                and condition.get("status") == "True"
+            ):
+                return True
+        return False
+
+    def workload(self, trainjob: JSON) -> JSON | None:
+        uid = trainjob["metadata"]["uid"]
+        for wl in self.sim.store.select(WORKLOADS, str(trainjob["metadata"]["namespace"])):
+            refs = wl["metadata"].get("ownerReferences") or []
+            if any(r.get("uid") == uid and r.get("controller") for r in refs):
+                return wl
+        return None
+
+    def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
+        """The container starts of the ref's TrainJob, grouped into executions by (execution
+        annotation, restart-attempt) in start order, each its ranks' env by completion index.
+        A rank that starts again within one group (a container restarted in place, a Job's
+        replacement pod) begins a new execution under that key: it ran again, whatever
+        identity it saw."""
+        self.sync()
+        namespace, _, name = ref.id.partition("/")
+        groups: dict[tuple[str, str, int], list[tuple[int, dict[str, str]]]] = {}
+        runs: dict[tuple[str, str, int], int] = {}
+        for start in starts(self.sim.cluster):
+            if start.namespace != namespace or start.container != CONTAINER:
+                continue
+            if start.labels.get(JOBSET_NAME) != name:
+                continue
+            if self.owners.get(start.labels.get(JOBSET_UID, "")) != ref.uid:
+                continue
+            text = start.labels.get(COMPLETION_INDEX, "0")
+            index = int(text) if text.isdigit() else 0
+            key = (start.annotations.get(EXECUTION, ""), start.labels.get(RESTART_ATTEMPT, ""))
+            run = runs.get((*key, index), 0)
+            runs[(*key, index)] = run + 1
+            groups.setdefault((*key, run), []).append((index, start.env))
+        return [[env for _, env in sorted(ranks, key=lambda r: r[0])] for ranks in groups.values()]
+
+    def inventory(self) -> list[str]:
+        """Every TrainJob in the user's namespace that has not ended."""
+        self.sync()
+        return [
+            f"{NAMESPACE}/{tj['metadata']['name']}"
+            for tj in self.sim.store.select(TRAINJOBS, NAMESPACE)
+            if not self.finished(tj) and not tj["metadata"].get("deletionTimestamp")
+        ]
+
+
+class SimFaults(FaultInjector):
+    """Every fault the simulator allows, on one simulated cluster."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.cluster = cluster
+        self.sim = cluster.sim
+        self.clock = cluster.clock
+
+    # -- the scheduler -------------------------------------------------------------------------
+
+    def let_run(self, ref: ObjectRef) -> None:
+        self._let_run(ref)
+
+    def _let_run(self, ref: ObjectRef) -> JSON:
+        """Let virtual time pass until every rank of the object runs (bounded)."""
+        for waited in range(LET_RUN_BOUND + 1):
+            trainjob = self.cluster.require(ref)
+            if self.cluster.running(trainjob):
+                return trainjob
+            if self.cluster.finished(trainjob):
+                raise Rejected(f"TrainJob {ref.id} has ended: it will not run again")
+            annotations = trainjob["metadata"].get("annotations") or {}
+            wl = self.cluster.workload(trainjob) if self.cluster.kueue else None
+            held = HOLD in annotations and (
+                trainjob.get("spec", {}).get("suspend") is True
+                or (wl is not None and wl.get("spec", {}).get("active") is False)
+            )
+            if held:
+                raise Rejected(f"TrainJob {ref.id} is held ({HOLD}={annotations[HOLD]})")
+            if waited < LET_RUN_BOUND:
+                self.clock.advance(1)
+        raise Rejected(f"TrainJob {ref.id} did not run within {LET_RUN_BOUND} s")
+
+    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
+        """Every running container of the object ends now with ``exit_code``; the end then
+        travels up (Job, JobSet, TrainJob) in virtual time."""
+        trainjob = self._let_run(ref)
+        now = self.sim.clock.now()
+        with self.sim.lock:
+            runtimes = kubelet_state(self.sim.cluster)
+            for pod in self.cluster.pods(trainjob):
+                runtime = runtimes.get(str(pod["metadata"]["uid"]))
+                if runtime is None:
+                    continue
+                for container in runtime.containers:
+                    run = container.current
+                    if run is None or run.ended is not None:
+                        continue
+                    container.behaviour = dataclasses.replace(
+                        container.behaviour,
+                        run_seconds=now - run.started,
+                        exit_codes=(exit_code,),
+                        oom_after=None,
+                    )
+                metadata = pod["metadata"]
+                self.sim.runner.enqueue(
+                    self.kubelet, (str(metadata["namespace"]), str(metadata["name"]))
+                )
+            self.sim.runner.settle()
+        self._until(ref, lambda tj: self.cluster.finished(tj), "end")
+
+    @property
+    def kubelet(self) -> Kubelet:
+        return self.cluster.kubelet
+
+    def _until(self, ref: ObjectRef, done: Callable[[JSON], bool], what: str) -> None:
+        for _ in range(SETTLE_BOUND):
+            trainjob = self.cluster.trainjob(ref)
+            if trainjob is None or done(trainjob):
+                return
+            self.clock.advance(1)
+        raise Rejected(f"TrainJob {ref.id} did not {what} within {SETTLE_BOUND} s")
+
+    def lose_node(self, ref: ObjectRef) -> None:
+        """The node of the object's first rank stops reporting; virtual time then passes until
+        the cluster has acted on it (the taint manager deletes the pods when their 300 s
+        unreachable toleration runs out, and their Job counts them failed), as a node loss
+        ends a Slurm job at once."""
+        trainjob = self._let_run(ref)
+        pods = self.cluster.pods(trainjob)
+        node = str(pods[0]["spec"]["nodeName"])
+        lost = {str(p["metadata"]["uid"]) for p in pods if p["spec"].get("nodeName") == node}
+        self.sim.faults.lose_node(node)
+
+        def acted(tj: JSON) -> bool:
+            live = {str(p["metadata"]["uid"]) for p in self.cluster.pods(tj)}
+            return self.cluster.finished(tj) or not lost & live
+
+        self._until(ref, acted, "notice its lost node")
+        self.clock.advance(1)
+
+    def preempt(self, ref: ObjectRef) -> None:
+        """Kueue preempts the object's Workload (it is requeued, and readmitted through the
+        gate); without Kueue the scheduler preempts one of its pods."""
+        trainjob = self._let_run(ref)
+        if self.cluster.kueue:
+            self._evict(ref, trainjob, settle=True)
+            return
+        pod = self.cluster.pods(trainjob)[0]["metadata"]
+        self.sim.faults.preempt_pod(str(pod["namespace"]), str(pod["name"]))
+
+    def requeue_underneath(
+        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+    ) -> None:
+        if not self.cluster.kueue:
+            raise CannotInject(NO_KUEUE_REQUEUE)
+        if held:
+            raise CannotInject(HELD_REQUEUE)
+        self._evict(ref, self._let_run(ref), settle=not in_flight)
+
+    def _evict(self, ref: ObjectRef, trainjob: JSON, *, settle: bool) -> None:
+        """Kueue evicts the Workload (Preempted): the TrainJob is suspended and requeued, and
+        with ``settle`` the harness waits until the evicted execution's pods have gone."""
+        wl = self.cluster.workload(trainjob)
+        if wl is None:
+            raise Rejected(f"TrainJob {ref.id} has no Workload")
+        before = {str(p["metadata"]["uid"]) for p in self.cluster.pods(trainjob)}
+        self.sim.faults.kueue_preempt(str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"]))
+        if not settle:
+            return
+
+        def gone(tj: JSON) -> bool:
+            live = {
+                str(p["metadata"]["uid"])
+                for p in self.sim.store.select(PODS, str(tj["metadata"]["namespace"]))
+            }
+            return not before & live
+
+        self._until(ref, gone, "leave its evicted execution")
+
+    def purge(self, ref: ObjectRef) -> None:
+        """An administrator deletes the object (a finished TrainJob stays until someone does)."""
+        trainjob = self.cluster.trainjob(ref)
+        if trainjob is None:
+            return
+        metadata = trainjob["metadata"]
+        self.sim.faults.admin_delete(TRAINJOBS, str(metadata["namespace"]), str(metadata["name"]))
+        self._gone(str(metadata["namespace"]), str(metadata["name"]), str(metadata["uid"]))
+
+    def _gone(self, namespace: str, name: str, uid: str) -> None:
+        for _ in range(SETTLE_BOUND):
+            found = self.sim.store.peek(TRAINJOBS, namespace, name)
+            if found is None or found["metadata"].get("uid") != uid:
+                return
+            self.clock.advance(1)
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
+        """The next write of ``operation`` is applied and the server closes the connection
+        unanswered: the client sees it drop (a timeout and a failure after the request went out
+        look the same here); a garbled success cannot be had (a reply is JSON or nothing)."""
+        if form is ReplyLoss.GARBLED:
+            raise CannotInject(
+                f"lose_next_reply({operation}, garbled) (the API server answers a JSON body or "
+                "closes the connection: nothing says success and names nothing)"
+            )
+
+        def lose(request: Route) -> None:
+            self.sim.faults.lose_next_reply(
+                VERBS[request.method], request.plural, request.name or None
+            )
+
+        self._arm(f"lose_next_reply({operation})", operation, before=lose)
+
+    def fail_before_effect(self, operation: str) -> None:
+        """The next write of ``operation`` is refused with 500 before it applies."""
+
+        def refuse(request: Route) -> None:
+            self.sim.faults.refuse_next(
+                VERBS[request.method], request.plural, request.name or None, code=500
+            )
+
+        self._arm(f"fail_before_effect({operation})", operation, before=refuse)
+
+    def fail_between_steps(self, operation: str) -> None:
+        """The second write of ``operation`` (its first landed) is refused with 500."""
+        if operation != "requeue":
+            raise CannotInject(f"fail_between_steps({operation})")
+
+        def refuse(request: Route) -> None:
+            self.sim.faults.refuse_next(
+                VERBS[request.method], request.plural, request.name or None, code=500
+            )
+
+        self._arm(f"fail_between_steps({operation})", operation, before=refuse, skip=1)
+
+    def vanish_before_read_back(
+        self, operation: str, *, reuse_id: bool = False, early: bool = False
+    ) -> None:
+        if operation not in ("start", "stop") or reuse_id or (early and operation != "stop"):
+            why = " (Kubernetes never reuses a uid)" if reuse_id else ""
+            raise CannotInject(f"vanish_before_read_back({operation}){why}")
+
+        def vanish(request: Route) -> None:
+            if request.name:
+                names = [request.name]
+            else:  # a create: the TrainJob it made is the newest in the namespace
+                made = self.sim.store.select(TRAINJOBS, request.namespace)
+                names = [str(made[-1]["metadata"]["name"])] if made else []
+            for name in names:
+                found = self.sim.store.peek(TRAINJOBS, request.namespace, name)
+                if found is None:
+                    continue
+                with contextlib.suppress(Exception):
+                    self.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
+                self._gone(request.namespace, name, str(found["metadata"]["uid"]))
+
+        need = f"vanish_before_read_back({operation})"
+        if early:
+            self._arm(need, operation, before=vanish)
+        else:
+            self._arm(need, operation, after=vanish)
+
+    def race_next_write(self, operation: str, race: Race) -> None:
+        if operation not in ("hold", "release", "requeue"):
+            raise CannotInject(f"race_next_write({operation}, {race.value})")
+
+        def change(request: Route) -> None:
+            name = request.name
+            found = self.sim.store.peek(TRAINJOBS, request.namespace, name)
+            if found is None and request.plural.startswith("workloads"):
+                wl = self.sim.store.peek(WORKLOADS, request.namespace, name)
+                owner = (wl or {}).get("metadata", {}).get("ownerReferences") or [{}]
+                name = str(owner[0].get("name", ""))
+                found = self.sim.store.peek(TRAINJOBS, request.namespace, name)
+            if found is None:
+                return
+            ref = ObjectRef(
+                backend=CLUSTER,
+                uid=str(found["metadata"]["uid"]),
+                id=f"{request.namespace}/{name}",
+                submit=found["metadata"]["creationTimestamp"],
+            )
+            if race is Race.STARTS:
+                with contextlib.suppress(Rejected):
+                    self._starts(ref)
+            else:
+                self.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
+                self._gone(request.namespace, name, ref.uid)
+
+        self._arm(f"race_next_write({operation})", operation, before=change)
+
+    def _starts(self, ref: ObjectRef) -> None:
+        """The queued object starts: as the scheduler would once it is eligible (a hold by
+        suspend is lifted by nobody here, so only an unsuspended object can start)."""
+        self._let_run(ref)
+
+    def _arm(
+        self,
+        need: str,
+        operation: str,
+        *,
+        before: Callable[[Route], None] | None = None,
+        after: Callable[[Route], None] | None = None,
+        skip: int = 0,
+    ) -> None:
+        if operation not in WRITE_VERBS:
+            raise CannotInject(need)
+        self.cluster.armed.append(Armed(need, operation, before, after, skip))
+
+    def unfired(self) -> list[str]:
+        return self.cluster.unfired()
+
+    # -- a hold's field ------------------------------------------------------------------------
+
+    def near_hold_forms(self) -> int:
+        return len(NEAR_HOLDS)
+
+    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
+        """The user writes ``dispatch/hold`` with a value just outside the encoding and defers
+        the queued object (suspend; with Kueue, the Workload's ``spec.active=false``)."""
+        trainjob = self.cluster.require(ref)
+        if self.cluster.running(trainjob) or self.cluster.finished(trainjob):
+            raise CannotInject(f"near_hold (TrainJob {ref.id} is not queued)")
+        text, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
+        metadata = trainjob["metadata"]
+        namespace, name = str(metadata["namespace"]), str(metadata["name"])
+
+        def change(obj: JSON) -> None:
+            obj["metadata"].setdefault("annotations", {})[HOLD] = text
+            if not self.cluster.kueue:
+                obj["spec"]["suspend"] = True
+
+        with self.sim.lock:
+            self.sim.store.mutate(TRAINJOBS, namespace, name, change, internal=False)
+            if self.cluster.kueue:
+                wl = self.cluster.workload(trainjob)
+                if wl is not None:
+
+                    def deactivate(obj: JSON) -> None:
+                        obj["spec"]["active"] = False
+
+                    self.sim.store.mutate(
+                        WORKLOADS,
+                        namespace,
+                        str(wl["metadata"]["name"]),
+                        deactivate,
+                        internal=False,
+                    )
+            self.sim.runner.settle()
+        return form
+
+    # -- look-alikes ---------------------------------------------------------------------------
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        return max(1, look_alike_forms(kind))
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        return describe(kind, variant)
+
+    def inject_look_alike(
+        self,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
+    ) -> str:
+        """A TrainJob of the look-alike's labels, made by another user (suspended, so it stays
+        queued; another namespace for :attr:`LookAlike.OTHER_USER`), named after the job's
+        TrainJobs so that only the labels tell it apart."""
+        if kind is LookAlike.COMMA_LIST:
+            raise CannotInject(COMMA_LIST_REASON)
+        form = look_alike(job_id, kind, variant)
+        labels = {JOB_LABEL: form.job, **dict(form.extra_labels)}
+        if form.submission is not None:
+            labels[SUBMISSION_LABEL] = form.submission
+        annotations = {} if form.attempt is None else {ATTEMPT_ANNOTATION: form.attempt}
+        namespace = OTHER_NAMESPACE if form.other_namespace else NAMESPACE
+        name = f"dj-{str(job_id).lower()}-la{next(self.cluster.serial)}"
+        body = dispatch_trainjob(name, labels, annotations, suspend=True)
+        with self.sim.lock:
+            self.sim.create(TRAINJOBS, body, namespace)
+        if requeued:
+            self._requeue_look_alike(namespace, name)
+        return f"{namespace}/{name}"
+
+    def _requeue_look_alike(self, namespace: str, name: str) -> None:
+        """The look-alike runs, then is suspended again by its owner (back in the queue)."""
+
+        def suspend(value: bool) -> Callable[[JSON], None]:
+            def change(obj: JSON) -> None:
+                obj["spec"]["suspend"] = value
+
+            return change
+
+        with self.sim.lock:
+            self.sim.store.mutate(TRAINJOBS, namespace, name, suspend(False), internal=False)
+            self.sim.runner.settle()
+        self.clock.advance(10)
+        with self.sim.lock:
+            self.sim.store.mutate(TRAINJOBS, namespace, name, suspend(True), internal=False)
+            self.sim.runner.settle()
+
+
+@dataclass
+class _Made:
+    cluster: SimCluster
+    backends: list[KubeflowBackend] = field(default_factory=list)
+
+
+class KubeflowSimHarness(Harness[KubeflowBackend]):
+    """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
+    (and then the gate); ``backend_type`` and ``gate_type`` let a broken variant stand in."""
+
+    identity = KUBE_IDENTITY
+    schedule_within = 30.0
+
+    def __init__(
+        self,
+        kueue: bool = False,
+        *,
+        seed: int = 0,
+        backend_type: type[KubeflowBackend] = KubeflowBackend,
+        gate_type: type[ReadmissionGate] = ReadmissionGate,
+        default_runtime: str = "dispatch-identity",
+        name: str | None = None,
+    ) -> None:
+        self.kueue = kueue
+        self.name = name or ("kubeflow-sim-kueue" if kueue else "kubeflow-sim")
+        self.offers = SIM_OFFERS | {Fault.REQUEUE_UNDERNEATH} if kueue else SIM_OFFERS
+        self.seed = seed
+        self.seeds = itertools.count(seed)
+        self.backend_type = backend_type
+        self.gate_type = gate_type
+        self.default_runtime = default_runtime
+        self.made: list[SimCluster] = []
+        self.by_backend: dict[int, tuple[KubeflowBackend, SimCluster]] = {}
+
+    def lacks(self, need: str) -> str | None:
+        if need in REFUSED:
+            return f"harness cannot inject {REFUSED[need]}"
+        if need == Fault.REQUEUE_UNDERNEATH and not self.kueue:
+            return f"harness cannot inject {NO_KUEUE_REQUEUE}"
+        return super().lacks(need)
+
+    def begin(self, check_id: str) -> None:
+        """Each check's clusters are seeded from the harness's seed and the check's id."""
+        self.seeds = itertools.count(self.seed * 1_000_003 + zlib.crc32(check_id.encode()))
+
+    def end(self, check_id: str) -> None:
+        """Stop every server started for the check, and forget its clusters."""
+        made, self.made = self.made, []
+        self.by_backend.clear()
+        for cluster in made:
+            cluster.close()
+
+    def close(self) -> None:
+        self.end("")
+
+    def _backend(self, cluster: SimCluster) -> KubeflowBackend:
+        backend = self.backend_type(
+            cluster.api(),
+            NAMESPACE,
+            CLUSTER,
+            queue=QUEUE if self.kueue else None,
+            default_runtime=self.default_runtime,
+            clock=cluster.clock,
+        )
+        self.by_backend[id(backend)] = (backend, cluster)
+        return backend
+
+    def new_backend(self) -> KubeflowBackend:
+        cluster = SimCluster(self.kueue, next(self.seeds))
+        if cluster.gate is not None and self.gate_type is not ReadmissionGate:
+            cluster.gate = self.gate_type(cluster._plain(), clock=cluster.sim.clock)
+        self.made.append(cluster)
+        return self._backend(cluster)
+
+    def cluster_of(self, backend: KubeflowBackend) -> SimCluster:
+        found = self.by_backend.get(id(backend))
+        if found is None or found[0] is not backend:
+            raise TypeError(f"the {self.name} harness was given a backend it did not make")
+        return found[1]
+
+    def reopen(self, backend: KubeflowBackend) -> KubeflowBackend:
+        return self._backend(self.cluster_of(backend))
+
+    def clock(self, backend: KubeflowBackend) -> Clock:
+        return self.cluster_of(backend).clock
+
+    def faults(self, backend: KubeflowBackend) -> SimFaults:
+        return SimFaults(self.cluster_of(backend))
+
+    def executions(
+        self, backend: KubeflowBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
+        return self.cluster_of(backend).executions(ref)
+
+    def inventory(self, backend: KubeflowBackend) -> Sequence[str]:
+        return self.cluster_of(backend).inventory()
+
+
+def kubeflow_sim() -> KubeflowSimHarness:
+    return KubeflowSimHarness(kueue=False)
+
+
+def kubeflow_sim_kueue() -> KubeflowSimHarness:
+    return KubeflowSimHarness(kueue=True)
+
+
+__all__ = [
+    "KUBE_IDENTITY",
+    "REFUSED",
+    "SIM_OFFERS",
+    "HookedApiClient",
+    "KubeflowSimHarness",
+    "SimClock",
+    "SimCluster",
+    "SimFaults",
+    "kubeflow_sim",
+    "kubeflow_sim_kueue",
+]

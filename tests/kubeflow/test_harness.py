@@ -1,0 +1,225 @@
+"""The kubeflow-sim harnesses themselves: their identity model and refusals, the executions
+probe, the gate on the clock, the faults as the cluster shows them, the per-check lifetime, and
+kubeflow-remote's answer when no cluster is there."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from adapters.kubeflow.testing.lookalikes import JOB_LABEL, SUBMISSION_LABEL, look_alike_forms
+from adapters.kubeflow.testing.remote import KubeflowRemoteHarness
+from adapters.kubeflow.testing.sim import (
+    KUBE_IDENTITY,
+    REFUSED,
+    KubeflowSimHarness,
+    SimCluster,
+    kubeflow_sim,
+    kubeflow_sim_kueue,
+)
+from conformance.harness import (
+    CannotInject,
+    Fault,
+    HarnessUnavailable,
+    LookAlike,
+    Lookup,
+    Probe,
+    ReplyLoss,
+    fault_needs,
+)
+from dispatch_core import JobID, JobSpec, ObjectRef, State, make_plan
+from dispatch_core.identity import parse_execution_env
+from simulators.kubernetes import KubeConfig, KubeSim
+from simulators.kubernetes.resources import TRAINJOBS
+
+
+def started(harness: KubeflowSimHarness, nodes: int = 2) -> tuple[Any, ObjectRef]:
+    harness.begin("test")
+    backend = harness.new_backend()
+    plan = make_plan(backend, JobSpec(command=("true",), nodes=nodes))
+    ref = backend.start(plan, 1, 1)
+    jobs[ref.id] = plan.job
+    return backend, ref
+
+
+jobs: dict[str, JobID] = {}
+
+
+def test_the_identity_model_and_every_refusal_has_its_reason() -> None:
+    for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
+        assert harness.identity == KUBE_IDENTITY
+        assert KUBE_IDENTITY.lookup is Lookup.LABEL and not KUBE_IDENTITY.reuses_ids
+        assert not KUBE_IDENTITY.requeue_moves_submit and not KUBE_IDENTITY.history_outlives_live
+        for need in [*fault_needs(), *(p.value for p in Probe)]:
+            why = harness.lacks(need)
+            assert why is None or why.startswith("harness cannot inject "), (need, why)
+            if need in REFUSED:
+                assert why is not None and "(" in why, need
+    assert kubeflow_sim().lacks(Fault.REQUEUE_UNDERNEATH) is not None
+    assert kubeflow_sim_kueue().lacks(Fault.REQUEUE_UNDERNEATH) is None
+    assert look_alike_forms(LookAlike.COMMA_LIST) == 0
+
+
+def test_executions_group_ranks_by_execution_in_index_order_through_requeues() -> None:
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    faults = harness.faults(backend)
+    faults.let_run(ref)
+    backend.requeue(ref)
+    faults.let_run(ref)
+    runs = harness.executions(backend, ref)
+    assert [len(ranks) for ranks in runs] == [2, 2]
+    identities = [[parse_execution_env(env) for env in ranks] for ranks in runs]
+    assert all(len({i.attempt for i in ranks}) == 1 for ranks in identities)
+    epochs = [ranks[0].epoch for ranks in identities]
+    assert epochs == sorted(set(epochs))
+    assert [env["JOB_COMPLETION_INDEX"] for env in runs[0]] == ["0", "1"]
+    harness.end("test")
+
+
+def test_a_rank_restarted_in_place_is_a_new_execution_under_the_same_identity() -> None:
+    harness = KubeflowSimHarness(default_runtime="torch-distributed")
+    harness.begin("test")
+    backend = harness.new_backend()
+    backend.allow_rank_restart = True
+    plan = make_plan(backend, JobSpec(command=("true",), nodes=1))
+    ref = backend.start(plan, 1, 1)
+    faults = harness.faults(backend)
+    faults.let_run(ref)
+    cluster = harness.cluster_of(backend)
+    (pod,) = cluster.pods(cluster.require(ref))
+    cluster.sim.faults.oom_kill("default", pod["metadata"]["name"])  # OnFailure: in place
+    harness.clock(backend).advance(30)
+    runs = harness.executions(backend, ref)
+    assert len(runs) == 2
+    assert runs[0][0]["DISPATCH_ATTEMPT"] == runs[1][0]["DISPATCH_ATTEMPT"]
+    harness.end("test")
+
+
+def test_under_kueue_the_gate_admits_when_the_clock_moves_and_readmits_after_an_eviction() -> None:
+    harness = kubeflow_sim_kueue()
+    backend, ref = started(harness)
+    assert backend.open(ref).state is State.QUEUED  # the gate's next pass is not made yet
+    faults = harness.faults(backend)
+    faults.let_run(ref)
+    faults.requeue_underneath(ref)
+    faults.let_run(ref)
+    faults.preempt(ref)
+    faults.let_run(ref)
+    attempts = [ranks[0]["DISPATCH_ATTEMPT"] for ranks in harness.executions(backend, ref)]
+    assert len(attempts) == 3 and len(set(attempts)) == 3, attempts
+    with pytest.raises(CannotInject, match="held"):
+        faults.requeue_underneath(ref, held=True)
+    harness.end("test")
+
+
+def test_finish_ends_the_object_with_its_exit_code_and_lose_node_ends_it() -> None:
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    harness.faults(backend).finish(ref, 3)
+    seen = backend.open(ref)
+    assert seen.state is State.FAILED and seen.exit_code == 3
+    second = backend.start(make_plan(backend, JobSpec(command=("true",), nodes=2)), 2, 1)
+    harness.faults(backend).lose_node(second)
+    assert backend.open(second).state.ended
+    harness.end("test")
+
+
+def test_call_faults_fire_on_the_adapters_next_write_of_the_operation() -> None:
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    faults = harness.faults(backend)
+    faults.lose_next_reply("stop")
+    assert faults.unfired() == ["lose_next_reply(stop)"]
+    backend.open(ref)  # a read fires nothing
+    assert faults.unfired() == ["lose_next_reply(stop)"]
+    backend.stop(ref)
+    assert faults.unfired() == []
+    assert backend.find(jobs[ref.id]) == []
+    with pytest.raises(CannotInject, match="garbled"):
+        faults.lose_next_reply("start", ReplyLoss.GARBLED)
+    harness.end("test")
+
+
+@pytest.mark.parametrize("kind", [k for k in LookAlike if k is not LookAlike.COMMA_LIST])
+def test_look_alikes_are_trainjobs_named_like_the_jobs(kind: LookAlike) -> None:
+    harness = kubeflow_sim()
+    harness.begin("test")
+    backend = harness.new_backend()
+    job = JobID.new()
+    faults = harness.faults(backend)
+    for variant in range(faults.look_alike_forms(kind)):
+        native = faults.inject_look_alike(job, kind, variant)
+        namespace, _, name = native.partition("/")
+        obj = harness.cluster_of(backend).sim.get(TRAINJOBS, name, namespace)
+        assert name.startswith(f"dj-{str(job).lower()}-")
+        labels = obj["metadata"]["labels"]
+        if kind is LookAlike.CASE_VARIANT:
+            assert labels[JOB_LABEL] != str(job) and labels[JOB_LABEL].upper() == str(job)
+        else:
+            assert labels[JOB_LABEL] == str(job)
+        if kind is LookAlike.OTHER_USER:
+            assert namespace != "default" and labels[SUBMISSION_LABEL] == "1"
+        assert faults.describe_look_alike(kind, variant)
+    seen = backend.find(job)
+    assert all(o.foreign for o in seen) and len(seen) == (
+        faults.look_alike_forms(kind) if kind.foreign else 0
+    )
+    with pytest.raises(CannotInject, match="comma"):
+        faults.inject_look_alike(job, LookAlike.COMMA_LIST)
+    harness.end("test")
+
+
+def test_end_stops_every_server_the_check_started() -> None:
+    harness = kubeflow_sim_kueue()
+    harness.begin("test")
+    backend = harness.new_backend()
+    url = harness.cluster_of(backend).server.url
+    with urllib.request.urlopen(f"{url}/version") as answer:
+        assert answer.status == 200
+    harness.end("test")
+    with pytest.raises((urllib.error.URLError, ConnectionError)):
+        urllib.request.urlopen(f"{url}/version", timeout=2)
+    with pytest.raises(TypeError):
+        harness.clock(backend)
+
+
+def test_the_harness_cluster_is_reached_only_over_http() -> None:
+    cluster = SimCluster(kueue=False, seed=1)
+    api = cluster.api()
+    version: Any = client.VersionApi(api)
+    assert version.get_code().git_version.startswith("v1.")
+    cluster.close()
+
+
+def test_kubeflow_remote_without_a_cluster_says_what_is_missing(tmp_path: Path) -> None:
+    harness = KubeflowRemoteHarness({"KUBECONFIG": str(tmp_path / "none")})
+    with pytest.raises(CannotInject) as missing:
+        harness.new_backend()
+    assert "no kubeconfig at" in missing.value.missing
+    assert "DISPATCH_KUBECONFIG" in missing.value.missing
+    explicit = KubeflowRemoteHarness({"DISPATCH_KUBECONFIG": str(tmp_path / "none")})
+    with pytest.raises(HarnessUnavailable):
+        explicit.new_backend()
+    assert harness.lacks(Probe.PREFLIGHT) is not None
+    assert harness.lacks(Fault.LET_RUN) is not None
+
+
+def test_kubeflow_remote_on_a_served_cluster_makes_backends() -> None:
+    sim = KubeSim(KubeConfig(default_run_seconds=None), seed=2)
+    with sim.serve() as server:
+        harness = KubeflowRemoteHarness({"DISPATCH_KUBECONFIG": str(server.kubeconfig)})
+        backend = harness.new_backend()
+        assert backend.namespace == "default"
+        answers = backend.capabilities(None)
+        assert answers
+        plan = make_plan(backend, JobSpec(command=harness.job_command(), nodes=1))
+        ref = backend.start(plan, 1, 1)
+        assert harness.inventory(backend) == [ref.id]
+        assert backend.open(ref).ref == ref
+        harness.end("test")
