@@ -23,7 +23,10 @@ Usage::
     python -m tools.interleave --seeds 10000            # explore, with progress and seeds/min
     python -m tools.interleave --seeds 200 --harness slurm-sim
 
-The figure (issue 15): ``python -m tools.interleave --seeds 10000`` (memory-slurm).
+The figure (issue 15): ``python -m tools.interleave --seeds 10000`` (memory-slurm, 3 jobs, 2
+supervisors, 80 fault steps, K=150; one process on this shared 2-core host): 10,000 of 10,000
+seeds passed at 498 seeds/min (20 minutes) on the supervisor of 7a58eec, and at 670 seeds/min
+on the one before it (a lighter load); slurm-sim runs about 75-115 seeds/min.
 """
 
 from tools.interleave.sim import HARNESSES, Config, Outcome, Violation, run
