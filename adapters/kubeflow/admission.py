@@ -320,6 +320,11 @@ class ReadmissionGate:
         items = listed.get("items") if isinstance(listed, dict) else None
         return [w for w in items or [] if isinstance(w, dict)]
 
+    def waits_on(self, workload: Mapping[str, Any]) -> bool:
+        """Whether the Workload waits on this gate: quota reserved, not finished, and the
+        gate's check Pending (whether it is dispatch's is judged in the pass)."""
+        return self._pending(workload)
+
     def _pending(self, workload: Mapping[str, Any]) -> bool:
         """Quota reserved, not finished, and the gate's check Pending."""
         if not _is_true(workload, "QuotaReserved") or _is_true(workload, "Finished"):

@@ -94,7 +94,7 @@ def test_a_rank_restarted_in_place_is_a_new_execution_under_the_same_identity() 
     cluster = harness.cluster_of(backend)
     (pod,) = cluster.pods(cluster.require(ref))
     cluster.sim.faults.oom_kill("default", pod["metadata"]["name"])  # OnFailure: in place
-    harness.clock(backend).advance(30)
+    cluster.clock.advance(30)
     runs = harness.executions(backend, ref)
     assert len(runs) == 2
     assert runs[0][0]["DISPATCH_ATTEMPT"] == runs[1][0]["DISPATCH_ATTEMPT"]
