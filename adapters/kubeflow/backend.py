@@ -24,7 +24,7 @@ from typing import Any, Final
 
 from kubernetes import client
 
-from adapters.kubeflow.causes import classify, current_pods
+from adapters.kubeflow.causes import classify, condition, current_pods
 from adapters.kubeflow.env import (
     EXECUTION_BOUND,
     HELPER_ENV,
@@ -47,7 +47,9 @@ from adapters.kubeflow.names import (
 )
 from adapters.kubeflow.runtimes import Runtime, Runtimes
 from dispatch_core import (
+    CORE_EXTENSIONS,
     IMAGE,
+    OUTPUT,
     Capability,
     Clock,
     Conflict,
@@ -75,7 +77,8 @@ from dispatch_core.clock import pause
 JSON = dict[str, Any]
 EXTENSION_NAMESPACE: Final = "kubeflow"
 RUNTIME_EXTENSION: Final = "kubeflow.Runtime"
-KNOWN_EXTENSIONS: Final = frozenset({IMAGE, RUNTIME_EXTENSION})
+KNOWN_EXTENSIONS: Final = CORE_EXTENSIONS | {RUNTIME_EXTENSION}
+"""The core's own (``dispatch.Output`` is refused through OutputPath), ``kubeflow.Runtime``."""
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL: Final = "jobset.sigs.k8s.io/job-index"
@@ -157,6 +160,8 @@ class KubeflowBackend:
         self._gate: str | None = None
         self._gate_read = False
         self._probed: dict[Capability, Support] = {}
+        self._probed_per_runtime: dict[Capability, Support] = {}
+        self._probed_runtime = ""
 
     @property
     def name(self) -> str:
@@ -334,6 +339,11 @@ class KubeflowBackend:
             Capability.OUTPUT_RETAINED: Support.no("pod logs go with their pods"),
         }
         answers.update(self._probed)
+        if runtime is not None and runtime.name == self._probed_runtime:
+            # The preflight probed the default runtime: the same answer, now from the probe.
+            for cap, seen in self._probed_per_runtime.items():
+                if answers[cap].value == seen.value:
+                    answers[cap] = seen
         return answers
 
     def rules(self, policy: Policy) -> list[RuleSupport]:
@@ -341,10 +351,16 @@ class KubeflowBackend:
             restart = self.runtime_of(None).native_restart()
         except Unsupported as error:
             restart = Support.no(str(error))
-        requeue = Support.yes(
-            "the Workload's spec.active false then true: the same TrainJob, a new execution"
+        requeue = (
+            Support.no(
+                "a requeue rule follows a failure, and a failed TrainJob's Workload is Finished: "
+                "Kueue readmits it no more (requeue() reruns a running one)"
+            )
             if self.kueue
-            else "suspend, then a new execution and resume: the same TrainJob"
+            else Support.yes(
+                "suspend, a new JobSet if the old one ended, a new execution and resume: the "
+                "same TrainJob"
+            )
         )
         answers = {
             RuleKind.RESUBMIT: Support.yes("a new TrainJob for the next submission"),
@@ -381,6 +397,10 @@ class KubeflowBackend:
         if why:
             raise Unsupported(f"{self.name}: {why}")
         runtime = self.runtime_of(spec)
+        if OUTPUT in spec.extensions:
+            raise Unsupported(
+                f"{self.name}: {self.capabilities(spec)[Capability.OUTPUT_PATH].reason}"
+            )
         if spec.work_dir is not None:
             raise Unsupported(
                 f"{self.name}: {self.capabilities(spec)[Capability.WORKING_DIRECTORY].reason}"
@@ -832,7 +852,9 @@ class KubeflowBackend:
             raise Conflict(f"{self.name}: {ref.id} carries hold {hold} but is not suspended")
         self._resume(ref, obj, f"release {hold}", hold)
 
-    def _resume(self, ref: ObjectRef, obj: JSON, what: str, hold: int | None) -> None:
+    def _resume(
+        self, ref: ObjectRef, obj: JSON, what: str, hold: int | None, step: int = 1
+    ) -> None:
         """Without Kueue: once no replicatedJob is active, one update bumps the execution,
         drops the hold and unsuspends (the webhook allows it: suspended before the update)."""
         obj = obj if _active(obj) == 0 else self._wait(ref, lambda o: _active(o) == 0, "inactive")
@@ -840,17 +862,17 @@ class KubeflowBackend:
             execution = read_execution(obj)
         except EncodingError as error:
             raise Rejected(f"{self.name}: {ref.id}: {error}") from None
-        if execution + 1 >= EXECUTION_BOUND:
+        if execution + step >= EXECUTION_BOUND:
             raise Unsupported(f"{self.name}: {ref.id} has used every execution id")
 
         def change(body: JSON) -> None:
-            with_execution(body, execution + 1)
+            with_execution(body, execution + step)
             body["metadata"].get("annotations", {}).pop(ANNOTATION_HOLD, None)
             body["spec"]["suspend"] = False
 
         def landed(now: JSON) -> bool:
             try:
-                bumped = read_execution(now) == execution + 1
+                bumped = read_execution(now) == execution + step
             except EncodingError:
                 return False
             return bumped and (now.get("spec") or {}).get("suspend") is not True
@@ -889,7 +911,8 @@ class KubeflowBackend:
                 ) from None
             return
         resuming = suspended and seen.hold is None and not seen.state.ended
-        if seen.state is not State.RUNNING and not resuming:
+        failed = seen.state is State.FAILED
+        if seen.state is not State.RUNNING and not resuming and not failed:
             raise Rejected(
                 f"{self.name}: {ref.id} is {seen.state}; only a started object is requeued"
             )
@@ -902,16 +925,59 @@ class KubeflowBackend:
                 return (now.get("spec") or {}).get("suspend") is True
 
             def judge(now: JSON) -> None:
-                if self._observe(now, restarts=False).state.ended:
+                state = self._observe(now, restarts=False).state
+                if state.ended and not (failed and state is State.FAILED):
                     raise Rejected(f"{self.name}: {ref.id} ended before the requeue landed")
 
             obj = self._update(ref, obj, suspend, landed, judge, "requeue (suspend)")
         try:
-            self._resume(ref, obj, "requeue (resume)", None)
+            step = 1 + self._drop_finished_jobset(ref, obj)
+            self._resume(ref, obj, "requeue (resume)", None, step)
         except (OutcomeUnknown, Rejected) as error:
             raise OutcomeUnknown(
                 f"{self.name}: {ref.id} was suspended for the requeue, then: {error}"
             ) from None
+
+    def _drop_finished_jobset(self, ref: ObjectRef, obj: Mapping[str, Any]) -> int:
+        """A failed TrainJob's JobSet is terminal: it is deleted (its uid as precondition,
+        Foreground) while the TrainJob is suspended, so the Trainer makes a new one on resume.
+        Its restarts are returned: the execution then grows by one more than they, so that
+        restart_count (execution + restarts) still rises although the new JobSet starts at 0."""
+        namespace, name = self._where(ref)
+        jobset = self._read_quiet(
+            f"the JobSet {name}", lambda: self.kube.get(JOBSET, "jobsets", namespace, name)
+        )
+        if not jobset:
+            return 0
+        meta = _meta(jobset)
+        owners = meta.get("ownerReferences") or []
+        if not any(o.get("uid") == ref.uid for o in owners if isinstance(o, Mapping)):
+            return 0
+        status = jobset.get("status") or {}
+        if not status.get("terminalState") and condition(jobset, "Failed") is None:
+            return 0
+        restarts = status.get("restarts", 0)
+        restarts = restarts if isinstance(restarts, int) and not isinstance(restarts, bool) else 0
+        uid = str(meta.get("uid"))
+        try:
+            self.kube.delete(JOBSET, "jobsets", namespace, name, uid, PROPAGATION)
+        except ApiFailure as failure:
+            if failure.status not in (404, 409) and failure.status < 500:
+                raise OutcomeUnknown(f"{self.name}: deleting JobSet {name}: {failure}") from None
+        except LostReply:
+            pass
+        waited, pace = 0.0, 1.0
+        while True:
+            left = self._read_quiet(
+                f"the JobSet {name}", lambda: self.kube.get(JOBSET, "jobsets", namespace, name)
+            )
+            if not left or _meta(left).get("uid") != uid:
+                return max(0, restarts)
+            if waited >= self.settle:
+                raise OutcomeUnknown(f"{self.name}: JobSet {name} did not go within the bound")
+            pause(self.clock, pace)
+            waited += pace
+            pace = min(pace * 2, 8.0)
 
     # -- OutputReader --------------------------------------------------------------------------
 
@@ -978,6 +1044,8 @@ class KubeflowBackend:
 
         answers = run_preflight(self, options if options is not None else PreflightOptions())
         self._probed = kept(answers)
+        self._probed_per_runtime = {c: a for c, a in answers.items() if c not in self._probed}
+        self._probed_runtime = self.default_runtime
         return answers
 
 

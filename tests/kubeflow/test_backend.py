@@ -524,3 +524,31 @@ def test_preflight_probes_and_cleans_up(world: World) -> None:
     assert gate is (Tristate.YES if world.kueue else Tristate.NO)
     assert backend.kube.list_objects(TRAINER, "trainjobs", NS) == []
     assert backend.capabilities(None)[Capability.OUTPUT_READ].source == "probed"
+
+
+def test_a_failed_trainjob_is_requeued_under_a_new_jobset(plain: World) -> None:
+    backend = plain.backend
+    spec = JobSpec(command=("x",), env={"KUBE_SIM_EXIT_CODES": "3", "KUBE_SIM_RUN_SECONDS": "5"})
+    ref = backend.start(make_plan(backend, spec), 1, 1)
+    failed = _failed(plain, ref)
+    assert (failed.state, failed.cause) == (State.FAILED, Cause.EXIT_CODE)
+    before = Counter(backend.calls)
+    backend.requeue(ref)
+    print("requeue of a failed TrainJob:", delta(backend, before))
+    plain.advance(3)
+    again = backend.open(ref)
+    assert again.ref == ref and again.restart_count == (failed.restart_count or 0) + 1
+    rs = epochs(plain, ref.id.split("/")[1])
+    assert rs == [10, 20], rs
+
+
+def test_capabilities_reflect_the_preflight(plain: World) -> None:
+    backend = plain.backend
+    backend.preflight()
+    caps = backend.capabilities(None)
+    for cap in (Capability.ATTEMPT_INJECTION, Capability.CONTAINER_IMAGE, Capability.OUTPUT_READ):
+        assert caps[cap].source == "probed", cap
+    output = JobSpec(command=("x",), extensions={"dispatch.Output": "/tmp/out"})
+    assert backend.capabilities(output)[Capability.ATTEMPT_INJECTION].value is Tristate.YES
+    with pytest.raises(Unsupported):
+        make_plan(backend, output)
