@@ -828,7 +828,9 @@ class _Made:
 
 class KubeflowSimHarness(Harness[KubeflowBackend]):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
-    (and then the gate); ``backend_type`` and ``gate_type`` let a broken variant stand in."""
+    (and then the gate); ``backend_type`` and ``gate_type`` let a broken variant stand in.
+    ``stateful_examples`` lowers the stateful checks' programs (None: the suite's own number;
+    each program costs a few hundred HTTP requests of about 6 ms here)."""
 
     identity = KUBE_IDENTITY
     schedule_within = 30.0
@@ -842,6 +844,7 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         gate_type: type[ReadmissionGate] = ReadmissionGate,
         default_runtime: str = "dispatch-identity",
         name: str | None = None,
+        stateful_examples: int | None = None,
     ) -> None:
         self.kueue = kueue
         self.name = name or ("kubeflow-sim-kueue" if kueue else "kubeflow-sim")
@@ -851,6 +854,7 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self.backend_type = backend_type
         self.gate_type = gate_type
         self.default_runtime = default_runtime
+        self.stateful_examples = stateful_examples
         self.made: list[SimCluster] = []
         self.by_backend: dict[int, tuple[KubeflowBackend, SimCluster]] = {}
 
