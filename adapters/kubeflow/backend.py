@@ -123,6 +123,17 @@ def _active(trainjob: Mapping[str, Any]) -> int:
     return total
 
 
+def _evictions(workload: Mapping[str, Any] | None) -> int:
+    """The Workload's evictions so far (``status.schedulingStats.evictions[].count`` summed)."""
+    total = 0
+    stats = ((workload or {}).get("status") or {}).get("schedulingStats") or {}
+    for entry in stats.get("evictions") or []:
+        count = entry.get("count", 0) if isinstance(entry, Mapping) else 0
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            total += count
+    return total
+
+
 class KubeflowBackend:
     """A dispatch backend over one Kubernetes namespace's TrainJobs.
 
@@ -610,8 +621,12 @@ class KubeflowBackend:
             elif (obj.get("spec") or {}).get("suspend") is not True:
                 hold = None
             if restarts and execution is not None:
-                base = 2 if self.kueue else 1
-                restart_count = max(0, execution - base) + self._restarts(obj)
+                executions = execution - 1
+                if self.kueue:
+                    # The gate bumps at each admission (the first makes 2); an eviction is
+                    # counted at once, before its readmission bumps.
+                    executions = max(execution - 2, _evictions(workload), 0)
+                restart_count = executions + self._restarts(obj)
         verdict = classify(obj, pods, hold=hold, kueue=self.kueue, workload=workload)
         if verdict.state is not State.HELD:
             hold = None

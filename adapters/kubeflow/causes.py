@@ -14,9 +14,10 @@ First match wins:
   evidence_lost (the JobSet's reason in the detail);
 - every pod of the newest restart attempt being deleted, one of them with its node →
   failed, node_lost (the Job waits on pods that stay Terminating, so nothing upstream ends);
-- with Kueue, the Workload: ``spec.active=false`` → held (the hold number when the TrainJob
-  carries dispatch's ``dispatch/hold``); not admitted, ``Evicted=True`` (or ``Requeued=True``
-  once quota is reserved again) ``Preempted`` → queued, preempted;
+- with Kueue, the Workload: ``spec.active=false`` → held with dispatch's number when the TrainJob
+  carries a valid ``dispatch/hold``, else queued (deactivated by someone else, as a suspend
+  without dispatch's hold reads queued without Kueue); not admitted, ``Evicted=True`` (or
+  ``Requeued=True`` once quota is reserved again) ``Preempted`` → queued, preempted;
   ``NodeFailures`` → queued, node_lost; ``QuotaReserved=False`` ``ExceedsMaxQuota``,
   ``NoMatchingFlavor``, ``Inadmissible`` → queued, unschedulable; ``WaitingForQuota`` →
   queued, no_capacity;
@@ -192,8 +193,11 @@ def node_lost(pods: Sequence[JSON]) -> Verdict | None:
 
 def _workload_verdict(workload: JSON, hold: int | None) -> Verdict | None:
     if (workload.get("spec") or {}).get("active") is False:
-        who = f"dispatch hold {hold}" if hold is not None else "deactivated by someone else"
-        return Verdict(State.HELD, Cause.NONE, None, f"Workload inactive ({who})")
+        if hold is not None:
+            return Verdict(
+                State.HELD, Cause.NONE, None, f"Workload inactive (dispatch hold {hold})"
+            )
+        return Verdict(State.QUEUED, Cause.NONE, None, "Workload inactive, no dispatch hold")
     evicted = condition(workload, "Evicted")
     if evicted is None or condition(workload, "QuotaReserved") is not None:
         evicted = condition(workload, "Requeued")  # evicted, requeued, not yet readmitted
@@ -242,7 +246,8 @@ def classify(
     suspended = (trainjob.get("spec") or {}).get("suspend") is True
     if kueue and workload is not None:
         queued = _workload_verdict(workload, hold)
-        if queued is not None and (suspended or queued.state is State.HELD):
+        inactive = (workload.get("spec") or {}).get("active") is False
+        if queued is not None and (suspended or inactive):
             return queued
     if suspended and not kueue:
         if hold is not None:
