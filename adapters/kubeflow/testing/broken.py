@@ -144,9 +144,11 @@ class ReleaseKeepsExecution(KubeflowBackend):
     after it ran (a requeue, a hold of a requeued object) runs again under the identity it
     had before."""
 
-    def _resume(self, ref: ObjectRef, obj: JSON, what: str, hold: int | None) -> None:
+    def _resume(
+        self, ref: ObjectRef, obj: JSON, what: str, hold: int | None, step: int = 1
+    ) -> None:
         if not what.startswith("release"):
-            super()._resume(ref, obj, what, hold)
+            super()._resume(ref, obj, what, hold, step)
             return
 
         def change(body: JSON) -> None:
