@@ -39,6 +39,7 @@ from dispatch_core import (
     JobID,
     JobSpec,
     NativePolicyCompiler,
+    NotFound,
     ObjectRef,
     Observation,
     OutcomeUnknown,
@@ -155,7 +156,14 @@ class LaunchFailing:
         )
 
     def open(self, ref: ObjectRef) -> Observation:
-        return self._as_failed(self._inner.open(ref))
+        try:
+            return self._as_failed(self._inner.open(ref))
+        except NotFound:
+            # A scheduler whose stop removes the object (a Kubernetes delete) has nothing left
+            # to read: the launch failure still reads as such, as the wrapper promises.
+            if (ref.uid, ref.id) not in self.failed:
+                raise
+            return Observation(ref=ref, state=State.FAILED, cause=Cause.LAUNCH_FAILED)
 
     def find(self, job: JobID) -> list[Observation]:
         return [self._as_failed(seen) for seen in self._inner.find(job)]
