@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 # capability matrix it wrote; the exit status is the suite's (1 when a check fails).
 demo: $(STAMP)
 	@rm -f reports/matrix.md
-	$(BIN)/dispatch-conformance run --harness memory-slurm --harness memory-kubeflow --harness slurm-sim --harness slurm-sim-nocomment --report-dir reports; \
+	$(BIN)/dispatch-conformance run --harness memory-slurm --harness memory-kubeflow --harness slurm-sim --harness slurm-sim-nocomment --harness kubeflow-sim --harness kubeflow-sim-kueue --report-dir reports; \
 	status=$$?; \
 	if [ -f reports/matrix.md ]; then echo; cat reports/matrix.md; fi; \
 	exit $$status
