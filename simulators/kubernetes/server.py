@@ -11,6 +11,7 @@ with the wall clock every 0.2 s; otherwise time moves only by ``sim.advance`` or
 from __future__ import annotations
 
 import contextlib
+import selectors
 import shutil
 import socket
 import tempfile
@@ -62,10 +63,48 @@ def kubeconfig_text(url: str, namespace: str = "default") -> str:
 
 
 class _HTTPServer(ThreadingHTTPServer):
+    """``ThreadingHTTPServer`` whose ``shutdown`` wakes the accept loop at once (the stock one
+    waits out the loop's ``poll_interval``: ~50 ms per server stopped, on average)."""
+
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
     owner: Server
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._stop_serving = False
+        self._stopped_serving = threading.Event()
+
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """The stock loop (select, accept, ``service_actions``), also woken by ``shutdown``."""
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self, selectors.EVENT_READ)
+                selector.register(self._wake_read, selectors.EVENT_READ)
+                while not self._stop_serving:
+                    ready = selector.select(poll_interval)
+                    if self._stop_serving:
+                        break
+                    if any(key.fileobj is self for key, _ in ready):
+                        self._handle_request_noblock()  # type: ignore[attr-defined]
+                    self.service_actions()
+        finally:
+            self._stopped_serving.set()
+
+    def shutdown(self) -> None:
+        """Stop the loop and wait until it has stopped (called from another thread)."""
+        self._stop_serving = True
+        with contextlib.suppress(OSError):
+            self._wake_write.send(b"x")
+        self._stopped_serving.wait()
+
+    def server_close(self) -> None:
+        super().server_close()
+        for end in (self._wake_read, self._wake_write):
+            with contextlib.suppress(OSError):
+                end.close()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A client that hung up mid-answer is no error of the server's; others print."""

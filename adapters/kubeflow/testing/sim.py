@@ -27,6 +27,7 @@ JSON body or nothing (no garbled success), and it never acknowledges a write it 
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import itertools
 import urllib.parse
@@ -272,6 +273,7 @@ class SimCluster:
         self.sim = KubeSim(config, seed=seed)
         self._stack = contextlib.ExitStack()
         self.server: Server = self._stack.enter_context(self.sim.serve())
+        self._configuration: client.Configuration | None = None
         self.clock = SimClock(self)
         self.armed: list[Armed] = []
         self.owners: dict[str, str] = {}
@@ -286,11 +288,15 @@ class SimCluster:
         self.serial = itertools.count(1)
 
     def configuration(self) -> client.Configuration:
-        configuration = client.Configuration()
-        kube_config.load_kube_config(  # type: ignore[no-untyped-call]
-            config_file=str(self.server.kubeconfig), client_configuration=configuration
-        )
-        return configuration
+        """The client configuration of the server's kubeconfig: loaded once per cluster (YAML
+        parsing costs milliseconds), a copy for each ApiClient."""
+        if self._configuration is None:
+            configuration = client.Configuration()
+            kube_config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=str(self.server.kubeconfig), client_configuration=configuration
+            )
+            self._configuration = configuration
+        return copy.deepcopy(self._configuration)
 
     def _plain(self) -> client.ApiClient:
         made = client.ApiClient(self.configuration())
