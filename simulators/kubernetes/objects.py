@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import time
 from typing import Any, Final, TypeVar
 
@@ -12,8 +13,18 @@ TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def clone(value: T) -> T:
-    """A deep copy of a JSON tree (several times faster than ``copy.deepcopy`` on these)."""
-    return _clone(value)  # type: ignore[no-any-return]
+    """A deep copy of a JSON tree (several times faster than ``copy.deepcopy`` on these).
+
+    Through ``marshal`` (version 2: no shared references, so every dict and list comes out a
+    new object, as :func:`_clone` makes them) when the tree holds only plain JSON types; a tree
+    with anything else (a subclass, an object) is copied by :func:`_clone`, which keeps such
+    leaves as they are.
+    """
+    try:
+        tree: Any = value
+        return marshal.loads(marshal.dumps(tree, 2))  # type: ignore[no-any-return]
+    except ValueError:
+        return _clone(value)  # type: ignore[no-any-return]
 
 
 def _clone(value: Any) -> Any:

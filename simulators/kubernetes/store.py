@@ -259,6 +259,11 @@ class Store:
         """A copy of the object, or 404 NotFound."""
         return clone(self._stored(resource, namespace, name))
 
+    def stored(self, resource: ResourceType, namespace: str, name: str) -> JSON:
+        """The stored object itself (callers must not mutate it), or 404 NotFound: what
+        :meth:`get` answers, without the copy (for an answer encoded under the lock)."""
+        return self._stored(resource, namespace, name)
+
     def peek(self, resource: ResourceType, namespace: str, name: str) -> JSON | None:
         """The stored object itself (callers must not mutate it), or None."""
         return self.table(resource).objects.get((self._scope(resource, namespace), name))
@@ -325,8 +330,13 @@ class Store:
         fields: FieldSelector | None = None,
         limit: int | None = None,
         continue_token: str = "",
+        *,
+        copies: bool = True,
     ) -> Page:
-        """A page of copies; ``continue_token`` resumes after the last key of the page before."""
+        """A page of copies; ``continue_token`` resumes after the last key of the page before.
+
+        ``copies=False``: the stored objects themselves (not to be mutated: for an answer
+        encoded under the lock)."""
         if namespace is not None and resource.namespaced:
             self._require_namespace(namespace)
         matched = self.select(resource, namespace, labels, fields)
@@ -339,7 +349,8 @@ class Store:
             remaining = len(matched) - limit
             matched = matched[:limit]
             token = _encode_continue(_key(matched[-1]), self.revision)
-        return Page([clone(o) for o in matched], str(self.revision), token, remaining)
+        items = [clone(o) for o in matched] if copies else matched
+        return Page(items, str(self.revision), token, remaining)
 
     def events_since(self, resource: ResourceType, resource_version: int) -> EventList:
         """The events of ``resource`` after ``resource_version`` (410 Gone when some are lost)."""

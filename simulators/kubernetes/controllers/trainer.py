@@ -564,13 +564,22 @@ class TrainerController(Controller):
         if runtime is None:
             return  # T6 errorNotFoundSpecified...Runtime: an error, retried; no condition
         self._ensure_snapshot(tj, runtime)
+        namespace, name = namespace_of(tj), name_of(tj)
+        mpi = _framework(runtime.get("spec", {}).get("mlPolicy")) == "mpi"
+        running = self.store.peek(JOBSETS, namespace, name)
+        if (
+            not mpi
+            and running is not None
+            and not tj.get("spec", {}).get("suspend", False)
+            and not running.get("spec", {}).get("suspend")
+        ):
+            return  # T4 Build: a running JobSet is left alone (build_jobset is pure: not built)
         try:
             desired = build_jobset(tj, runtime)
         except ApiError:
             return  # T6 mergeRuntimePatches: StrategicMergePatch's error, retried; no condition
-        if _framework(runtime.get("spec", {}).get("mlPolicy")) == "mpi":
+        if mpi:
             self._mpi_objects(tj, runtime, desired)
-        namespace, name = namespace_of(tj), name_of(tj)
         current = self.store.peek(JOBSETS, namespace, name)
         try:
             if current is None:

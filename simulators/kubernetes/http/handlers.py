@@ -335,11 +335,14 @@ class Api:
                 raise errors.method_not_allowed()
             return self._log(req, ns, name)
         if verb == "get":
-            return self._object(req, r, store.get(r, ns, name))
+            if tables.wants_table(req.accept):
+                return self._object(req, r, store.get(r, ns, name))
+            return Reply(200, dump(store.stored(r, ns, name)))  # encoded here, under the lock
         if verb in ("list", "watch"):
             labels, fields = self._selectors(req, r)
             if verb == "watch":
                 return self._watch(req, route, labels, fields)
+            table = tables.wants_table(req.accept)
             page = store.list(
                 r,
                 route.namespace,
@@ -347,8 +350,9 @@ class Api:
                 fields,
                 _int(req.query, "limit"),
                 req.query.get("continue", ""),
+                copies=table,  # plain JSON is encoded here, under the lock: no copies needed
             )
-            if tables.wants_table(req.accept):
+            if table:
                 doc = tables.table(
                     r, page.items, self.sim.clock.now(), page.resource_version, page.continue_token
                 )
