@@ -6,8 +6,10 @@
 The wall time of the whole suite (every registered check of the tier: by default ``standard``,
 what ``make demo`` and CI's gate run, and what the 30 s budget of DESIGN §8 is about; ``full``
 adds the long stateful runs) per harness: by default
-``memory-slurm``, ``memory-kubeflow`` and, when they are registered, ``slurm-sim`` and
-``slurm-sim-nocomment``; with the outcome counts, the time per suite, and the slowest checks.
+``memory-slurm``, ``memory-kubeflow`` and, when they are registered, ``slurm-sim``,
+``slurm-sim-nocomment``, ``kubeflow-sim`` and ``kubeflow-sim-kueue`` (each budgeted at 30 s);
+with the outcome counts, the wall and CPU time (the process's: on a shared machine the wall
+time includes what others took), the time per suite, and the slowest checks.
 Then the totals: all harnesses one after the other, the simulator harnesses alone (the budget:
 well under a minute on 2 cores), and, with ``--processes N``, the wall time of the same run
 spread over N processes (one harness per process).
@@ -25,8 +27,8 @@ from conformance.checks import Outcome, checks, run_check
 from conformance.harnesses import harness_names, load_harness
 from conformance.tiers import TIERS
 
-DEFAULT = ("memory-slurm", "memory-kubeflow", "slurm-sim", "slurm-sim-nocomment")
-SIMULATORS = ("slurm-sim", "slurm-sim-nocomment")
+SIMULATORS = ("slurm-sim", "slurm-sim-nocomment", "kubeflow-sim", "kubeflow-sim-kueue")
+DEFAULT = ("memory-slurm", "memory-kubeflow", *SIMULATORS)
 
 
 @dataclass
@@ -35,6 +37,8 @@ class Figures:
 
     harness: str
     wall: float = 0.0
+    cpu: float = 0.0
+    """The process's CPU seconds (every thread: a simulator's server too)."""
     outcomes: Counter[str] = field(default_factory=Counter)
     suites: dict[str, float] = field(default_factory=dict)
     slowest: list[tuple[float, str, str]] = field(default_factory=list)
@@ -46,6 +50,7 @@ def run_suite(harness_name: str, tier: str, seed: int) -> Figures:
     figures = Figures(harness_name)
     suites: defaultdict[str, float] = defaultdict(float)
     started = time.perf_counter()
+    cpu_started = time.process_time()
     try:
         for check in checks(tier):
             result = run_check(check, harness, seed)
@@ -55,6 +60,7 @@ def run_suite(harness_name: str, tier: str, seed: int) -> Figures:
     finally:
         harness.close()
     figures.wall = time.perf_counter() - started
+    figures.cpu = time.process_time() - cpu_started
     figures.suites = dict(suites)
     figures.slowest = sorted(figures.slowest, reverse=True)[:3]
     return figures
@@ -64,7 +70,7 @@ def show(figures: Figures) -> None:
     counts = ", ".join(f"{figures.outcomes[o.value]} {o.value}" for o in Outcome)
     suites = "  ".join(f"{name} {secs:5.2f}s" for name, secs in sorted(figures.suites.items()))
     slow = ", ".join(f"{cid} {secs:.2f}s" for secs, cid, _ in figures.slowest)
-    print(f"{figures.harness:22} {figures.wall:7.2f} s   {counts}")
+    print(f"{figures.harness:22} {figures.wall:7.2f} s   ({figures.cpu:.2f} s CPU)   {counts}")
     print(f"{'':22}   per suite: {suites}")
     print(f"{'':22}   slowest:   {slow}")
 
