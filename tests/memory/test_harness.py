@@ -214,7 +214,7 @@ KUBE_SKIPS = (
     "the harness's target has no native id reuse",
     "the harness's target has no history beyond the live view",
     "adapter declares",
-    "adapter implements no Preflight",
+    "adapter implements no ",
     "the adapter is not",
     "expected failure",
 )
