@@ -712,7 +712,7 @@ class KubeflowBackend:
             if failure.status < 500:
                 raise OutcomeUnknown(f"{self.name}: deleting {ref.id}: {failure}") from None
         except LostReply:
-            pass
+            pass  # a lost reply is no verdict: the read-back that follows decides
         return True
 
     # -- writes by update ----------------------------------------------------------------------
@@ -749,7 +749,7 @@ class KubeflowBackend:
                         f"{self.name}: the {what} of {ref.id}: {failure}"
                     ) from None
             except LostReply:
-                pass
+                pass  # a lost reply is no verdict: the read-back that follows decides
             obj = self._read(ref)
             if landed(obj):
                 return obj
@@ -779,7 +779,7 @@ class KubeflowBackend:
                 if failure.status != 409 and failure.status < 500:
                     raise OutcomeUnknown(f"{self.name}: {what}: the Workload: {failure}") from None
             except LostReply:
-                pass
+                pass  # a lost reply is no verdict: the read-back that follows decides
         raise OutcomeUnknown(
             f"{self.name}: {what}: the Workload's spec.active={active} did not land"
         )
@@ -980,7 +980,7 @@ class KubeflowBackend:
             if failure.status not in (404, 409) and failure.status < 500:
                 raise OutcomeUnknown(f"{self.name}: deleting JobSet {name}: {failure}") from None
         except LostReply:
-            pass
+            pass  # a lost reply is no verdict: the read-back that follows decides
         waited, pace = 0.0, 1.0
         while True:
             left = self._read_quiet(
