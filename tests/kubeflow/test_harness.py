@@ -206,6 +206,9 @@ def test_kubeflow_remote_without_a_cluster_says_what_is_missing(tmp_path: Path) 
     explicit = KubeflowRemoteHarness({"DISPATCH_KUBECONFIG": str(tmp_path / "none")})
     with pytest.raises(HarnessUnavailable):
         explicit.new_backend()
+    under_ci = KubeflowRemoteHarness({"KUBECONFIG": str(tmp_path / "none"), "CI": "true"})
+    with pytest.raises(HarnessUnavailable):
+        under_ci.new_backend()
     assert harness.lacks(Probe.PREFLIGHT) is not None
     assert harness.lacks(Fault.LET_RUN) is not None
 

@@ -61,6 +61,7 @@ def _settings(environ: Mapping[str, str]) -> dict[str, str | None]:
         "namespace": environ.get(ENV_NAMESPACE) or "default",
         "runtime": environ.get(ENV_RUNTIME) or "dispatch-identity",
         "queue": environ.get(ENV_QUEUE) or None,
+        "ci": "true" if environ.get("CI") == "true" else None,
     }
 
 
@@ -102,7 +103,7 @@ class KubeflowRemoteHarness(Harness[KubeflowBackend]):
 
     def _unavailable(self, reason: str) -> Exception:
         missing = self.missing(reason)
-        if os.environ.get("CI") == "true" or self.settings["explicit"]:
+        if self.settings["ci"] or self.settings["explicit"]:
             return HarnessUnavailable(f"{self.name}: {missing}", missing=missing)
         return CannotInject(f"a Kubernetes cluster: {reason}", missing=missing)
 
