@@ -9,12 +9,14 @@ interrupted (SIGINT or SIGTERM) and writes a kubeconfig for kubectl and the offi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
 import signal
 import sys
+import tempfile
 import threading
 import urllib.error
 import urllib.request
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import NoReturn
 
 USAGE_ERROR = 2
+_OURS = b"apiVersion: v1\nkind: Config\nclusters:\n- name: kube-sim\n"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,6 +97,38 @@ def _server_of(kubeconfig: str) -> str:
     return found.group(1).strip("'\"")
 
 
+def _ours_or_absent(target: Path) -> None:
+    """Refuse a ``--kubeconfig`` that is a directory, or a file this command did not write (an
+    empty one excepted): ``--kubeconfig ~/.kube/config`` must not replace a real kubeconfig."""
+    if target.is_dir():
+        _fail(f"--kubeconfig {target} is a directory: give the path of a file")
+    if not target.exists() and not target.is_symlink():
+        return
+    try:
+        with open(target, "rb") as handle:
+            head = handle.read(len(_OURS))
+    except OSError as exc:
+        _fail(f"--kubeconfig {target}: cannot read it: {exc.strerror or exc}")
+    if target.is_symlink() or not target.is_file() or head not in (b"", _OURS):
+        _fail(
+            f"--kubeconfig {target} exists and was not written by dispatch-kube-sim: refusing "
+            "to replace it (give a new path)"
+        )
+
+
+def _write_whole(target: Path, text: str) -> None:
+    """``text`` into ``target`` whole: a temporary file beside it, then renamed over it."""
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
 def _serve(args: argparse.Namespace) -> int:
     from simulators.kubernetes.config import KubeConfig
     from simulators.kubernetes.server import Server, kubeconfig_text
@@ -101,9 +136,12 @@ def _serve(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         _fail(f"--port must be 0..65535, not {args.port}")
+    if not args.kubeconfig.strip():
+        _fail("--kubeconfig is empty: give the path of the kubeconfig to write")
     target = Path(args.kubeconfig)
     if not target.parent.is_dir():
         _fail(f"--kubeconfig: no directory {target.parent}")
+    _ours_or_absent(target)
     sim = KubeSim(KubeConfig(kueue=args.kueue), seed=args.seed)
     server = Server(sim, port=args.port, realtime=args.realtime)
     try:
@@ -114,7 +152,10 @@ def _serve(args: argparse.Namespace) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: done.set())
     try:
-        target.write_text(kubeconfig_text(server.url))
+        try:
+            _write_whole(target, kubeconfig_text(server.url))
+        except OSError as exc:
+            _fail(f"cannot write --kubeconfig {target}: {exc.strerror or exc}")
         print(f"serving {server.url} (kubeconfig {target})", flush=True)
         done.wait()
     finally:
@@ -133,13 +174,13 @@ def _advance(args: argparse.Namespace) -> int:
             _fail("advance needs --url or --kubeconfig (or $KUBECONFIG)")
         url = _server_of(kubeconfig.split(os.pathsep)[0])
     body = json.dumps({"seconds": args.seconds}).encode()
-    request = urllib.request.Request(
-        f"{url.rstrip('/')}/sim/v1/advance",
-        data=body,
-        method="POST",
-        headers={"Content-Type": "application/json"},
-    )
     try:
+        request = urllib.request.Request(
+            f"{url.rstrip('/')}/sim/v1/advance",
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json"},
+        )
         with urllib.request.urlopen(request, timeout=30) as answer:
             now = json.loads(answer.read())["now"]
     except urllib.error.HTTPError as exc:

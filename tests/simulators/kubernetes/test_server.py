@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -527,3 +528,27 @@ def test_realtime_mode_moves_the_clock_with_the_wall(sim: KubeSim) -> None:
         resp = Client(server).watch(f"{CM}?watch=true&timeoutSeconds=1")
         assert resp.read() == b""  # ends once a virtual (here: wall) second has passed
     assert sim.clock.now() - start >= 1.0
+
+
+def test_cli_serve_never_replaces_a_file_it_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve --kubeconfig ~/.kube/config`` (or /etc/passwd) must not overwrite that file; an
+    empty --kubeconfig, a directory and a bad --url are one line and exit 2, not a traceback."""
+    foreign = tmp_path / "config"
+    foreign.write_text("apiVersion: v1\nkind: Config\nclusters:\n- name: production\n")
+    bad = (
+        ["serve", "--kubeconfig", str(foreign)],
+        ["serve", "--kubeconfig", ""],
+        ["serve", "--kubeconfig", str(tmp_path)],
+        ["advance", "1", "--url", "notaurl"],
+        ["advance", "1", "--url", "http://[::1"],
+    )
+    for args in bad:
+        with pytest.raises(SystemExit) as exited:
+            cli.main(args)
+        assert exited.value.code == 2, args
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
+    assert "production" in foreign.read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config"]
