@@ -133,7 +133,10 @@ class SqliteRecordStore:
 
     def __init__(self, path: str | os.PathLike[str], *, timeout: float = 30.0) -> None:
         self.path = os.fspath(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
+        try:
+            self._db = sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
+        except sqlite3.Error as error:  # a directory, a path SQLite cannot open
+            raise StoreError(f"{self.path}: cannot open a record store there: {error}") from error
         try:
             mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
             if str(mode).lower() != "wal":

@@ -70,6 +70,11 @@ def default_record() -> Path:
 
 def open_record(where: str | None) -> RecordStore:
     """The record store at ``where`` (a path or a PostgreSQL DSN), or the default one."""
+    if where is not None and not where.strip():
+        raise BadInput(
+            "--record is empty: give a path or a postgresql:// DSN (or leave it out for the "
+            "default record)"
+        )
     where = where or os.environ.get("DISPATCH_RECORD") or str(default_record())
     if where.startswith(("postgresql://", "postgres://")):
         from dispatch_core import record
@@ -284,6 +289,7 @@ def _submit(args: argparse.Namespace) -> int:
         raise BadInput(f"--nodes must be 1 or more, not {args.nodes}")
     if args.launch_retries < 0:
         raise BadInput(f"--launch-retries must be 0 or more, not {args.launch_retries}")
+    _check_max_steps(args)
     if args.time_bound is not None and not 0 < args.time_bound < float("inf"):
         raise BadInput(f"--time-bound must be a number of seconds above 0, not {args.time_bound}")
     policy = load_policy(args.policy)
@@ -357,7 +363,13 @@ def _status(args: argparse.Namespace) -> int:
     return _exit_code(statuses)
 
 
+def _check_max_steps(args: argparse.Namespace) -> None:
+    if args.max_steps < 0:
+        raise BadInput(f"--max-steps must be 0 or more, not {args.max_steps}")
+
+
 def _supervise(args: argparse.Namespace) -> int:
+    _check_max_steps(args)
     harness = load_harness(args.harness)
     backend = harness.new_backend()
     store = open_record(args.record)

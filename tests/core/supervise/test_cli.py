@@ -114,6 +114,11 @@ def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -
         ["status", "not-a-job"],
         ["status", "01ARZ3NDEKTSV4RRFFQ69G5FAV"],
         ["supervise"],
+        ["status", "--record", "DIR"],
+        ["status", "--record", ""],
+        ["submit", "--harness", "memory-slurm", "--record", "", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--max-steps", "-1", "--", "true"],
+        ["supervise", "--harness", "memory-slurm", "--max-steps", "-1"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
@@ -129,6 +134,7 @@ def test_bad_input_is_one_line_and_exit_2(
         "BADJSON": tmp_path / "bad.json",
         "BADRULE": tmp_path / "rule.json",
         "REQUEUE": tmp_path / "requeue.json",
+        "DIR": tmp_path,
     }
     files["BADJSON"].write_text("{rules: ")
     files["BADRULE"].write_text('{"rules": [{"kind": "teleport"}]}')
