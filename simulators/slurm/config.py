@@ -68,6 +68,11 @@ class SlurmConfig:
             raise ValueError(f"MaxJobId is capped at {MAX_JOB_ID_CAP}")
         if not self.nodes or self.cpus_per_node < 1:
             raise ValueError("a cluster needs at least one node with one CPU")
+        if self.partitions and self.partition not in self.partitions:
+            raise ValueError(
+                f"the default partition {self.partition} is not one of the partitions "
+                f"({','.join(self.partitions)}): every submission without -p would be refused"
+            )
 
     @property
     def effective_min_job_age(self) -> int:

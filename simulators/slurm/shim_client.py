@@ -245,7 +245,9 @@ def _unusable(state_dir: str, error: OSError) -> str:
         return f"no simulated cluster in {state_dir}: no such directory"
     if isinstance(error, NotADirectoryError):
         return f"state dir {state_dir} is not a directory"
-    return f"cannot use state dir {state_dir}: {error.strerror or error}"
+    named = isinstance(error.filename, str) and error.filename != state_dir
+    name = f": {error.filename}" if named else ""  # the file in it that cannot be used
+    return f"cannot use state dir {state_dir}{name}: {error.strerror or error}"
 
 
 def _start(state_dir: str) -> _socket.socket:

@@ -392,7 +392,7 @@ def _optional(convert: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def _nodes(text: str) -> tuple[str, ...]:
     """``N`` (nodes n1..nN) or ``a,b,...`` (those names)."""
-    if text.isdigit():
+    if text.lstrip("+-").isdigit():  # '-1' is a count of nodes, refused, not a node's name
         count = int(text)
         if not 1 <= count <= 4096:
             raise argparse.ArgumentTypeError(f"wants 1..4096 nodes, not {text!r}")
@@ -596,6 +596,7 @@ def _install(options: argparse.Namespace, state_dir: Path) -> int:
     state = state_dir / STATE_FILE
     if state.exists() and not options.reset:
         _same_cluster(options, state, given, settings)
+    made = [_first_missing(state_dir), _first_missing(bin_dir)]
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
         bin_dir.mkdir(parents=True, exist_ok=True)
@@ -603,6 +604,8 @@ def _install(options: argparse.Namespace, state_dir: Path) -> int:
             _create(state_dir, config, seed, start, settings)
         _write_shims(state_dir, bin_dir)
     except OSError as error:
+        for top, leaf in reversed(list(zip(made, (state_dir, bin_dir), strict=True))):
+            _remove_empty(leaf, top)  # a refused install leaves no directory behind
         where = error.filename or state_dir
         raise StateError(f"cannot install in {where}: {error.strerror}") from None
     execute = "run for real (--execute)" if settings["execute"] else "not run (see --execute)"
@@ -612,6 +615,30 @@ def _install(options: argparse.Namespace, state_dir: Path) -> int:
     )
     print(f'export PATH={shlex.quote(str(bin_dir))}:"$PATH"')
     return 0
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost directory of ``path`` that does not exist yet (``mkdir(parents=True)``
+    would make it and those under it), or None when ``path`` exists."""
+    missing = None
+    for folder in (path, *path.parents):
+        if folder.exists() or folder.is_symlink():
+            break
+        missing = folder
+    return missing
+
+
+def _remove_empty(leaf: Path, top: Path | None) -> None:
+    """Remove the empty directories from ``leaf`` up to ``top``, which this install made."""
+    if top is None:
+        return
+    for folder in (leaf, *leaf.parents):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        if folder == top:
+            return
 
 
 def _ours_or_absent(path: Path) -> None:
@@ -1042,7 +1069,8 @@ def serve(state_dir: Path) -> int:
         os.chdir(state_dir)
         lock = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as error:
-        print(f"error cannot use state dir {state_dir}: {error.strerror}", flush=True)
+        name = f": {state_dir / error.filename}" if isinstance(error.filename, str) else ""
+        print(f"error cannot use state dir {state_dir}{name}: {error.strerror}", flush=True)
         return EXIT_STATE
     fcntl.flock(lock, fcntl.LOCK_EX)
     try:

@@ -296,6 +296,8 @@ BAD_INSTALLS = [
     (["--nodes", ""], usage("install", "argument --nodes: wants a name without spaces, commas or '|': ''")),
     (["--nodes", "0"], usage("install", "argument --nodes: wants 1..4096 nodes, not '0'")),
     (["--nodes", "a,a"], usage("install", "argument --nodes: names a node twice: 'a,a'")),
+    (["--nodes", "-1"], usage("install", "argument --nodes: wants 1..4096 nodes, not '-1'")),
+    (["--partitions", "a,b", "--partition", "c"], f"{PROG}: install: the default partition c is not one of the partitions (a,b): every submission without -p would be refused"),
     (["--cpus-per-node", "0"], usage("install", "argument --cpus-per-node: wants an integer >= 1 and <= 4096, not '0'")),
     (["--sched-interval", "0"], usage("install", "argument --sched-interval: wants an integer >= 1, not '0'")),
     (["--start", "nan"], usage("install", "argument --start: wants a finite number of seconds >= 0, not 'nan'")),
@@ -324,6 +326,16 @@ def test_a_bad_install_writes_nothing(
     )
     assert (status, err) == (2, line)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_install_whose_bin_dir_cannot_be_made_leaves_no_state_dir(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "file").write_text("")
+    state, bin_dir = tmp_path / "a" / "state", tmp_path / "file" / "bin"
+    status, err = refused(capsys, "install", "--state-dir", str(state), "--bin-dir", str(bin_dir))
+    assert status == 3 and err.startswith(f"{PROG}: cannot install in "), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
 def test_install_over_another_cluster_needs_reset(
@@ -500,3 +512,18 @@ def test_directories_with_spaces_and_quotes(tmp_path: Path) -> None:
         assert (ctl.returncode, ctl.stdout) == (0, "1767225600\n")
     finally:
         stop(str(state))
+
+
+@pytest.mark.parametrize("name", ["start.lock", "lock"])
+def test_a_lock_file_that_cannot_be_opened_is_named(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    state, bin_dir = tmp_path / "state", tmp_path / "bin"
+    assert shims.main(["install", "--state-dir", str(state), "--bin-dir", str(bin_dir)]) == 0
+    stop(str(state))
+    (state / name).unlink(missing_ok=True)
+    (state / name).mkdir()
+    capsys.readouterr()
+    status, err = refused(capsys, "now", "--state-dir", str(state))
+    assert status == 3, err
+    assert err == f"{PROG}: cannot use state dir {state}: {state / name}: Is a directory"
