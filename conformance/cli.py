@@ -118,6 +118,31 @@ def _report_dir(text: str, names: Sequence[str]) -> Path:
         raise UsageError(str(error)) from None
 
 
+def _dir_and_loaded(
+    specs: Sequence[str], text: str, names: Sequence[str]
+) -> tuple[Path, list[Loaded]]:
+    """The report directory, checked before anything runs (even before a harness is made),
+    then the harnesses ``specs`` names; when one cannot be loaded, the directories the check
+    made are removed again, so that a refused command line leaves nothing behind."""
+    made = None
+    for folder in (Path(text), *Path(text).parents) if text.strip() else ():
+        if folder.exists() or folder.is_symlink():
+            break
+        made = folder
+    directory = _report_dir(text, names)
+    try:
+        return directory, load_all(specs)
+    except HarnessError:
+        for folder in (directory, *directory.parents) if made is not None else ():
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+            if folder == made:
+                break
+        raise
+
+
 def _write(what: Callable[[], list[Path]], directory: Path) -> list[Path] | None:
     """The reports ``what`` writes, or None (said on stderr) when writing them failed."""
     try:
@@ -150,8 +175,7 @@ def _progress(result: Result, width: int) -> list[str]:
 
 def command_run(args: argparse.Namespace) -> int:
     selected = _selected(args.tier, args.check)
-    directory = _report_dir(args.report_dir, RUN_REPORTS)
-    loaded = load_all(args.harness)
+    directory, loaded = _dir_and_loaded(args.harness, args.report_dir, RUN_REPORTS)
     info = RunInfo(
         runner="cli",
         harnesses=[(h.label, h.spec) for h in loaded],
@@ -256,8 +280,7 @@ def command_harnesses(args: argparse.Namespace) -> int:
 
 
 def command_matrix(args: argparse.Namespace) -> int:
-    directory = _report_dir(args.report_dir, MATRIX_REPORTS)
-    loaded = load_all(args.harness)
+    directory, loaded = _dir_and_loaded(args.harness, args.report_dir, MATRIX_REPORTS)
     closed = False
     try:
         answers = [capability_answers(h) for h in loaded]
@@ -287,8 +310,7 @@ def command_preflight(args: argparse.Namespace) -> int:
         raise UsageError(
             f"preflight probes one harness: --harness is given {len(args.harness)} times"
         )
-    directory = _report_dir(args.report_dir, PREFLIGHT_REPORTS)
-    [loaded] = load_all(args.harness)
+    directory, [loaded] = _dir_and_loaded(args.harness, args.report_dir, PREFLIGHT_REPORTS)
     status = EXIT_INTERNAL
     try:
         status = _preflight(loaded, args, directory)

@@ -812,6 +812,17 @@ def test_a_harness_that_cannot_be_loaded_is_one_line_and_exit_2(
         assert one_line_error(err).startswith(ERROR + says), command
 
 
+def test_a_harness_that_cannot_be_loaded_leaves_no_report_dir_behind(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for command in ("run", "matrix", "preflight"):
+        reports = tmp_path / "new" / "reports"
+        code, out, err = cli(capsys, command, "--harness", "no-such", "--report-dir", str(reports))
+        assert (code, out) == (2, ""), command
+        assert one_line_error(err).startswith(ERROR + "no harness named 'no-such'"), command
+        assert list(tmp_path.iterdir()) == [], command
+
+
 def test_a_module_that_exits_on_import_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
