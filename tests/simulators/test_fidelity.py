@@ -582,3 +582,39 @@ def test_an_output_directory_that_cannot_be_made_is_one_line(
     assert fid.main([command, "--out", "/proc/x/y"]) == 2
     err = capsys.readouterr().err
     assert err == "fidelity: error: cannot use /proc/x: No such file or directory\n"
+
+
+def test_cli_replay_refuses_bad_input_in_one_line_before_it_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unknown scenario is named as record names it, a damaged fixture is named (not a
+    traceback), an empty directory option is refused (record discarded its transcripts),
+    argparse's errors are one line, and --out is made before the replay prints its report."""
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "names.comment.json").write_text("not json")
+    cases = [
+        (["replay", "--scenario", "nope"], "fidelity: error: no scenario 'nope' (known: "),
+        (
+            ["replay", "--fixtures", str(broken)],
+            f"fidelity: error: {broken / 'names.comment.json'}: not a usable transcript: ",
+        ),
+        (["record", "--out", ""], "fidelity: error: --out is empty: give a directory"),
+        (["replay", "--out", " "], "fidelity: error: --out is empty: give a directory"),
+        (
+            ["record", "--busy-wait", "nan"],
+            "fidelity: error: argument --busy-wait: wants a finite number of seconds >= 0, not 'nan'",
+        ),
+        (["frobnicate"], "fidelity: error: argument COMMAND: invalid choice: 'frobnicate'"),
+    ]
+    for argv, starts in cases:
+        try:
+            code = fid.main(argv)
+        except SystemExit as exited:  # argparse's errors
+            code = exited.code
+        out, err = capsys.readouterr()
+        assert (code, out) == (2, ""), argv
+        assert err.startswith(starts) and err.count("\n") == 1, (argv, err)
+    assert fid.main(["replay", "--fixtures", str(broken), "--out", "/proc/x/y"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "fidelity: error: cannot use /proc/x: No such file or directory\n"

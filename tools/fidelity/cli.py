@@ -5,14 +5,15 @@ make or read, no fixtures) is one line on stderr, exit status 2."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NoReturn
 
 from tools.fidelity.cluster import ClusterBusy, FidelityError
 from tools.fidelity.comparison import compare
-from tools.fidelity.reports import Outcome, replay_fixture, report
+from tools.fidelity.reports import Outcome, report
 from tools.fidelity.scenario import Scenario
 from tools.fidelity.scenarios import SCENARIOS, scenario_named
 from tools.fidelity.targets import RealSlurm
@@ -86,12 +87,32 @@ def _live(
         real.close()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (no usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"fidelity: error: {message} (see: {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _busy_wait(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"wants a finite number of seconds >= 0, not {text!r}")
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m tools.fidelity",
         description="Run scripted scenarios on a real Slurm and on SlurmSim and compare them.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     record = sub.add_parser(
         "record", help="run the scenarios on the real cluster and write their transcripts"
     )
@@ -109,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for each in (record, live):
         each.add_argument(
             "--busy-wait",
-            type=float,
+            type=_busy_wait,
             default=900.0,
             metavar="SECONDS",
             help="how long to wait for other jobs to leave squeue before a scenario (default "
@@ -146,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "lock", None) == "":
         args.lock = None
     try:
+        for option in ("out", "record", "fixtures"):
+            given = getattr(args, option, None)
+            if given is not None and not given.strip():
+                raise FidelityError(f"--{option} is empty: give a directory")
         return _main(args)
     except FidelityError as error:
         print(f"fidelity: error: {error}", file=sys.stderr)
@@ -162,14 +187,22 @@ def _main(args: argparse.Namespace) -> int:
             print(f"{scenario.name} [{','.join(scenario.modes())}]: {scenario.description}")
         return 0
     if args.command == "replay":
-        wanted = set(args.scenario or ())
+        wanted = {s.name for s in _selected(args.scenario)} if args.scenario else set()
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)  # before the replay, not after
         outcomes = []
         for path in fixtures(args.fixtures):
             if wanted and path.name.split(".", 1)[0] not in wanted:
                 continue
-            outcomes.append(replay_fixture(path)[2])
+            real = _load(path)
+            sim = replay_on_sim(real)
+            outcome = Outcome(
+                real.scenario, real.mode, len(real.steps), compare(real, sim), wall=real.wall
+            )
+            outcomes.append(outcome)
         if not outcomes:
-            raise FidelityError(f"no recorded transcripts in {args.fixtures}")
+            which = f" of {', '.join(sorted(wanted))}" if wanted else ""
+            raise FidelityError(f"no recorded transcripts{which} in {args.fixtures}")
         text = report(outcomes, "Slurm fidelity report (recorded real output vs SlurmSim)")
         _emit(text, args.out)
         return 1 if any(o.unexplained for o in outcomes) else 0
@@ -200,6 +233,14 @@ def _main(args: argparse.Namespace) -> int:
         return 0
     _emit(report(outcomes), args.out)
     return 1 if any(o.unexplained for o in outcomes) else 0
+
+
+def _load(path: Path) -> Transcript:
+    """The recorded transcript at ``path``, or a :class:`FidelityError` naming the file."""
+    try:
+        return Transcript.load(path)
+    except (FidelityError, ValueError, KeyError, TypeError) as error:  # JSON, a missing field
+        raise FidelityError(f"{path}: not a usable transcript: {error}") from None
 
 
 def _emit(text: str, out: str | None) -> None:
