@@ -120,3 +120,33 @@ def test_cancel_writes_only_under_a_live_lease() -> None:
     with pytest.raises(OutcomeUnknown):
         sup.cancel(job)
     assert unleased == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (
+            ["--seed", "1", "--supervisors", "0"],
+            "argument --supervisors: wants a whole number >= 1, not '0'",
+        ),
+        (["--seeds", "-5"], "argument --seeds: wants a whole number >= 1, not '-5'"),
+        (["--seeds", "0"], "argument --seeds: wants a whole number >= 1, not '0'"),
+        (["--seed", "1", "--jobs", "-1"], "argument --jobs: wants a whole number >= 1, not '-1'"),
+        (["--seed", "1", "--calm", "-1"], "argument --calm: wants a whole number >= 0, not '-1'"),
+        (["--seed", "1", "--stop-at", "x"], "argument --stop-at: wants a whole number, not 'x'"),
+        (
+            ["--seed", "1", "--start-not-idempotent", "--harness", "memory-kubeflow"],
+            "--start-not-idempotent is a memory-slurm adapter: give --harness memory-slurm",
+        ),
+        (["--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert (exited.value.code, out) == (2, "")
+    prog = "python -m tools.interleave"
+    assert err == f"{prog}: error: {says} (see: {prog} --help)\n"

@@ -5,25 +5,49 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from dispatch_core.supervise import Supervisor
 from tools.interleave.broken import BROKEN
 from tools.interleave.sim import HARNESSES, Config, Outcome, replay_command, run
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (no usage block), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see: {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _at_least(least: int) -> Callable[[str], int]:
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"wants a whole number, not {text!r}") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"wants a whole number >= {least}, not {text!r}")
+        return value
+
+    return whole
+
+
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tools.interleave", description=__doc__)
+    parser = _Parser(prog="python -m tools.interleave", description=__doc__)
     chosen = parser.add_mutually_exclusive_group()
     chosen.add_argument("--seed", type=int, help="run one seed")
-    chosen.add_argument("--seeds", type=int, help="explore this many seeds from --first")
+    chosen.add_argument("--seeds", type=_at_least(1), help="explore this many seeds from --first")
     parser.add_argument("--first", type=int, default=0, help="the first seed of --seeds")
     parser.add_argument("--harness", choices=HARNESSES, default="memory-slurm")
-    parser.add_argument("--stop-at", type=int, help="with --seed: stop at this step and dump")
-    parser.add_argument("--jobs", type=int, default=3)
-    parser.add_argument("--supervisors", type=int, default=2)
-    parser.add_argument("--faults", type=int, default=80, help="steps with faults")
-    parser.add_argument("--calm", type=int, default=150, help="K: steps to terminal after")
+    parser.add_argument(
+        "--stop-at", type=_at_least(0), help="with --seed: stop at this step and dump"
+    )
+    parser.add_argument("--jobs", type=_at_least(1), default=3)
+    parser.add_argument("--supervisors", type=_at_least(1), default=2)
+    parser.add_argument("--faults", type=_at_least(0), default=80, help="steps with faults")
+    parser.add_argument("--calm", type=_at_least(0), default=150, help="K: steps to terminal after")
     parser.add_argument("--trace", action="store_true", help="print every step")
     parser.add_argument(
         "--broken", choices=sorted(BROKEN), help="a deliberately broken supervisor (tests)"
@@ -36,6 +60,10 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.stop_at is not None and args.seed is None:
         parser.error("--stop-at replays one --seed")
+    if args.start_not_idempotent and args.harness != "memory-slurm":
+        parser.error(
+            "--start-not-idempotent is a memory-slurm adapter: give --harness memory-slurm"
+        )
     return args
 
 
