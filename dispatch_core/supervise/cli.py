@@ -68,15 +68,25 @@ def default_record() -> Path:
     return Path(base) / "dispatch" / "record.sqlite"
 
 
-def open_record(where: str | None) -> RecordStore:
-    """The record store at ``where`` (a path or a PostgreSQL DSN), or the default one."""
+def record_location(where: str | None) -> str:
+    """Where the record is: ``where`` (a path or a PostgreSQL DSN), ``$DISPATCH_RECORD``, or
+    the default path."""
     if where is not None and not where.strip():
         raise BadInput(
             "--record is empty: give a path or a postgresql:// DSN (or leave it out for the "
             "default record)"
         )
-    where = where or os.environ.get("DISPATCH_RECORD") or str(default_record())
-    if where.startswith(("postgresql://", "postgres://")):
+    return where or os.environ.get("DISPATCH_RECORD") or str(default_record())
+
+
+def _is_dsn(where: str) -> bool:
+    return where.startswith(("postgresql://", "postgres://"))
+
+
+def open_record(where: str | None) -> RecordStore:
+    """The record store at ``where`` (a path or a PostgreSQL DSN), or the default one."""
+    where = record_location(where)
+    if _is_dsn(where):
         from dispatch_core import record
 
         store = getattr(record, "PostgresRecordStore", None)
@@ -334,7 +344,18 @@ def _submit(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    store = open_record(args.record)
+    where = record_location(args.record)
+    if not _is_dsn(where) and not Path(where).expanduser().exists():
+        # A read: a record that is not there has no jobs, and is not created by looking.
+        if args.job is not None:
+            try:
+                JobID.parse(args.job)
+            except ValueError as error:
+                raise BadInput(str(error)) from None
+            raise BadInput(f"no job {args.job} in the record: there is no record at {where}")
+        _out("[]" if args.json else f"no jobs in the record (there is none at {where})")
+        return 0
+    store = open_record(where)
     try:
         if args.job is not None:
             try:

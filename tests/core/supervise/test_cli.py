@@ -163,3 +163,16 @@ def test_help_answers_every_option(command: str, capsys: pytest.CaptureFixture[s
             assert option in text
         if action.help is not None and action.option_strings:
             assert action.help.split()[0] in text
+
+
+def test_status_of_a_record_that_is_not_there_creates_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "typo" / "record.sqlite"
+    assert cli.main(["status", "--record", str(missing)]) == 0
+    assert capsys.readouterr().out == f"no jobs in the record (there is none at {missing})\n"
+    assert cli.main(["status", "--json", "--record", str(missing)]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert cli.main(["status", "--record", str(missing), "01ARZ3NDEKTSV4RRFFQ69G5FAV"]) == 2
+    assert "there is no record at" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
