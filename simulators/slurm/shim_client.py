@@ -45,6 +45,9 @@ EXIT_STATE: Final = 3
 """The state directory cannot be used: missing, not a directory, not installed, damaged."""
 TIMEOUT_STATUS: Final = 124
 """A simulated timeout (a fault), as ``timeout(1)`` exits."""
+EXIT_PIPE: Final = 141
+"""Stdout was closed before the answer was printed (``squeue | head -0``): 128 + SIGPIPE, what
+a shell reports for a real Slurm command killed by that signal."""
 
 SERVED: Final = ("sbatch", "squeue", "sacct", "scancel", "scontrol")
 """The Slurm commands the simulator answers."""
@@ -162,14 +165,19 @@ def shim(state_dir: str, program: str, args: list[str]) -> int:
 
 def print_reply(reply: dict[str, Any]) -> int:
     """Print an answer's output; return its exit status."""
+    closed = False
     for stream, key in ((sys.stdout, "stdout"), (sys.stderr, "stderr")):
         text = reply.get(key) or ""
         if text:
-            stream.flush()
-            stream.buffer.write(text.encode("utf-8", "surrogateescape"))
-            stream.buffer.flush()
+            try:
+                stream.flush()
+                stream.buffer.write(text.encode("utf-8", "surrogateescape"))
+                stream.buffer.flush()
+            except BrokenPipeError:  # ``squeue | head -0``: the reader went away
+                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+                closed = True
     status: int = reply.get("status", EXIT_STATE)
-    return status
+    return EXIT_PIPE if closed else status
 
 
 def _stdin() -> str:

@@ -459,7 +459,8 @@ Exit statuses: 0 done; 1 the simulated cluster refused (unknown job, job not run
 that cannot hit); 2 bad usage; 3 the state directory cannot be used (missing, not a directory,
 not installed, damaged trace). Every error is one line; a refused input writes nothing. The
 shims exit with their command's status, 124 on a simulated timeout, 3 on an unusable state
-directory; sinfo, srun and Slurm's other client commands are refused (exit 1).
+directory, 141 when their stdout is closed early (| head), as a shell reports a real command
+killed by SIGPIPE; sinfo, srun and Slurm's other client commands are refused (exit 1).
 """
 
 

@@ -527,3 +527,25 @@ def test_a_lock_file_that_cannot_be_opened_is_named(
     status, err = refused(capsys, "now", "--state-dir", str(state))
     assert status == 3, err
     assert err == f"{PROG}: cannot use state dir {state}: {state / name}: Is a directory"
+
+
+def test_a_shim_whose_stdout_is_closed_exits_141_without_a_traceback(
+    cluster: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``squeue | head -0``: the status a shell gives a real squeue killed by SIGPIPE."""
+    _, bin_dir = cluster
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before squeue prints
+    try:
+        done = subprocess.run(
+            [str(bin_dir / "squeue")],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")
