@@ -286,7 +286,12 @@ def _exit_code(statuses: Sequence[Status]) -> int:
 
 
 def _out(line: str) -> None:
-    print(redact_text(line), flush=True)
+    try:
+        print(redact_text(line), flush=True)
+    except BrokenPipeError:
+        # The reader went away (``dispatch submit ... | head``): the rest of the output goes
+        # nowhere, and the supervision goes on to its end (it was cut short, exit 2).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _submit(args: argparse.Namespace) -> int:

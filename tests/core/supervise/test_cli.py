@@ -176,3 +176,25 @@ def test_status_of_a_record_that_is_not_there_creates_nothing(
     assert cli.main(["status", "--record", str(missing), "01ARZ3NDEKTSV4RRFFQ69G5FAV"]) == 2
     assert "there is no record at" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_closed_stdout_does_not_cut_the_supervision_short(tmp_path: Path) -> None:
+    """``dispatch submit ... | head -0``: the job is still supervised to its end, and its
+    status (not 'bad input') is the exit status."""
+    record = tmp_path / "record.sqlite"
+    argv = [sys.executable, "-m", "dispatch_core.supervise.cli", "submit", "--harness"]
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [*argv, "memory-slurm", "--record", str(record), "--", "true"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert cli.main(["status", "--record", str(record)]) == 0
