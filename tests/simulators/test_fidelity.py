@@ -618,3 +618,21 @@ def test_cli_replay_refuses_bad_input_in_one_line_before_it_runs(
     assert fid.main(["replay", "--fixtures", str(broken), "--out", "/proc/x/y"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == "fidelity: error: cannot use /proc/x: No such file or directory\n"
+
+
+def test_cli_with_a_closed_stdout_is_exit_141_without_a_traceback() -> None:
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tools.fidelity", "list"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")

@@ -3,6 +3,11 @@ named invariant with a replay command, and a replay is the same trace byte for b
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from tools.interleave import Config, run
@@ -150,3 +155,21 @@ def test_bad_input_is_one_line_and_exit_2(
     assert (exited.value.code, out) == (2, "")
     prog = "python -m tools.interleave"
     assert err == f"{prog}: error: {says} (see: {prog} --help)\n"
+
+
+def test_a_closed_stdout_is_exit_141_without_a_traceback() -> None:
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "tools.interleave", "--seed", "1"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[2],
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (141, "")

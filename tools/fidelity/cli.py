@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -175,6 +176,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FidelityError as error:
         print(f"fidelity: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (| head): stop writing, quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except OSError as error:  # --out/--record/--fixtures a path that cannot be written or read
         where = f" {error.filename}" if error.filename else ""
         print(f"fidelity: error: cannot use{where}: {error.strerror or error}", file=sys.stderr)
