@@ -126,7 +126,10 @@ def _dir_and_loaded(
     made are removed again, so that a refused command line leaves nothing behind."""
     made = None
     for folder in (Path(text), *Path(text).parents) if text.strip() else ():
-        if folder.exists() or folder.is_symlink():
+        try:
+            if os.path.lexists(folder):
+                break
+        except (OSError, ValueError):  # a name too long, a NUL: _report_dir says so
             break
         made = folder
     directory = _report_dir(text, names)

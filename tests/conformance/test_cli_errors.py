@@ -821,6 +821,9 @@ def test_a_harness_that_cannot_be_loaded_leaves_no_report_dir_behind(
         assert (code, out) == (2, ""), command
         assert one_line_error(err).startswith(ERROR + "no harness named 'no-such'"), command
         assert list(tmp_path.iterdir()) == [], command
+    code, out, err = cli(capsys, "run", "--harness", "no-such", "--report-dir", "/" + "a" * 300)
+    assert (code, out) == (2, "")
+    assert one_line_error(err).endswith(": cannot create it (File name too long)")
 
 
 def test_a_module_that_exits_on_import_is_one_line_and_exit_2(
