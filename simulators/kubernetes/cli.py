@@ -139,9 +139,12 @@ def _serve(args: argparse.Namespace) -> int:
     if not args.kubeconfig.strip():
         _fail("--kubeconfig is empty: give the path of the kubeconfig to write")
     target = Path(args.kubeconfig)
-    if not target.parent.is_dir():
-        _fail(f"--kubeconfig: no directory {target.parent}")
-    _ours_or_absent(target)
+    try:
+        if not target.parent.is_dir():
+            _fail(f"--kubeconfig: no directory {target.parent}")
+        _ours_or_absent(target)
+    except OSError as exc:  # a name too long, a loop of symbolic links
+        _fail(f"--kubeconfig {target}: {exc.strerror or exc}")
     sim = KubeSim(KubeConfig(kueue=args.kueue), seed=args.seed)
     server = Server(sim, port=args.port, realtime=args.realtime)
     try:

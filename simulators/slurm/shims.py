@@ -178,6 +178,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (StateError, ShimError) as error:
         sys.stderr.write(f"{PROG}: {error.text}\n")
         return EXIT_STATE
+    except OSError as error:  # a path the system refuses outright (a name too long, a loop)
+        where = error.filename or "the state directory"
+        sys.stderr.write(f"{PROG}: cannot use {where}: {error.strerror or error}\n")
+        return EXIT_STATE
 
 
 # -- the command line --------------------------------------------------------------------------

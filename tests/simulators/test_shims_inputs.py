@@ -549,3 +549,14 @@ def test_a_shim_whose_stdout_is_closed_exits_141_without_a_traceback(
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+@pytest.mark.parametrize("action", ["install", "now"])
+def test_a_state_dir_whose_name_is_too_long_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, action: str
+) -> None:
+    state = tmp_path / ("a" * 300)
+    more = ["--bin-dir", str(tmp_path / "bin")] if action == "install" else []
+    status, err = refused(capsys, action, "--state-dir", str(state), *more)
+    assert (status, err) == (3, f"{PROG}: cannot use {state}: File name too long")
+    assert list(tmp_path.iterdir()) == []

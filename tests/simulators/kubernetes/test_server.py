@@ -543,6 +543,7 @@ def test_cli_serve_never_replaces_a_file_it_did_not_write(
         ["serve", "--kubeconfig", str(tmp_path)],
         ["advance", "1", "--url", "notaurl"],
         ["advance", "1", "--url", "http://[::1"],
+        ["serve", "--kubeconfig", str(tmp_path / ("a" * 300))],
     )
     for args in bad:
         with pytest.raises(SystemExit) as exited:
