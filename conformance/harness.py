@@ -176,6 +176,7 @@ class Fault(StrEnum):
     LAG_HISTORY = "lag_history"
     DISABLE_HISTORY = "disable_history"
     NEAR_HOLD = "near_hold"
+    RECREATE = "recreate"
 
 
 class Race(StrEnum):
@@ -292,6 +293,14 @@ class FaultInjector:
         hands out, so the next submission (of any job, this one included) takes it."""
         raise CannotInject("reuse_id_next")
 
+    def recreate(self, ref: ObjectRef) -> None:
+        """Someone deletes the object and creates it again from its own manifest (Kubernetes:
+        ``kubectl replace --force``): the copy has the ref's native id, lookup key, identity
+        and hold, and a uid and submit time of its own, so ``find`` shows it as the job's object
+        while it is not the ref's. Returns once the copy is in the live view. A target whose
+        scheduler hands out every native id itself (Slurm) cannot have it."""
+        raise CannotInject("recreate")
+
     def lose_identity_history(self) -> None:
         """From now on, history keeps no identity of the objects that end (Slurm without
         ``AccountingStoreFlags=job_comment``): an object read from history has its
@@ -359,8 +368,10 @@ class FaultInjector:
 
     def fail_between_steps(self, operation: str) -> None:
         """The next ``operation`` that takes more than one call (``requeue``) is cut between
-        them: its first step takes effect, the next times out before it took effect (Slurm:
-        ``Requeue=1`` lands, ``scontrol requeue`` times out). Named
+        them: its first step takes effect, the next times out before it took effect, and so
+        do the retries the adapter makes of it within the same call, until the check asks
+        :meth:`unfired` (Slurm: ``Requeue=1`` lands, ``scontrol requeue`` times out;
+        Kubernetes: the TrainJob is suspended, its resume refused). Named
         ``fail_between_steps(<operation>)`` by :meth:`unfired` until it fires."""
         raise CannotInject(f"fail_between_steps({operation})")
 

@@ -222,7 +222,14 @@ def writes_act_on_nothing(ctx: Context, stale: ObjectRef, occupant: ObjectRef | 
     backend = ctx.backend
 
     def now(when: str) -> Visible | None:
-        return None if occupant is None else visible(look(ctx, occupant, when))
+        if occupant is None:
+            return None
+        try:
+            return visible(ctx.backend.open(occupant))
+        except NotFound:
+            return f"gone (open {when} raised NotFound)"
+        except DispatchError:
+            return visible(look(ctx, occupant, when))  # fails the check, naming the call
 
     def untouched(before: Visible | None, write: str) -> None:
         after = now(f"after {write} through the stale ref")

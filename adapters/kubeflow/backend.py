@@ -907,7 +907,14 @@ class KubeflowBackend:
         seen = self._observe(obj, restarts=False)
         self._mine(ref, seen, "requeue")
         suspended = (obj.get("spec") or {}).get("suspend") is True
+        # Suspended, carrying no hold, not ended: a requeue cut after its first step (ours, or an
+        # administrator's suspension), which this requeue completes (with Kueue: reactivates).
+        resuming = suspended and seen.hold is None and not seen.state.ended
         if self.kueue:
+            workload = self._workload(obj) if resuming else None
+            if workload is not None and (workload.get("spec") or {}).get("active") is False:
+                self._workload_active(ref, obj, True, "requeue (reactivate after a cut)")
+                return
             if seen.state is not State.RUNNING:
                 raise Rejected(
                     f"{self.name}: {ref.id} is {seen.state}; only a started object is requeued"
@@ -925,7 +932,6 @@ class KubeflowBackend:
                     f"{self.name}: requeue of {ref.id} cut after its deactivation: {error}"
                 ) from None
             return
-        resuming = suspended and seen.hold is None and not seen.state.ended
         failed = seen.state is State.FAILED
         if seen.state is not State.RUNNING and not resuming and not failed:
             raise Rejected(

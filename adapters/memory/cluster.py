@@ -498,18 +498,48 @@ class MemoryCluster:
     def reuse_id(
         self, native_id: str, name: str = "someone-elses-job", comment: str = "", owner: str = "me"
     ) -> Job:
-        """Drive the id counter so that ``native_id`` (of an ended object) is taken by a new
-        object: by default a foreign job; pass the same ``dj-`` name to reuse it within a job."""
-        if self.shape != "slurm":
-            raise Rejected("native ids are not reused on the kubeflow shape")
+        """Have ``native_id`` (of an ended object) taken by a new object: by default a foreign
+        job; pass the same ``dj-`` name to reuse it within a job (Slurm shape: through the id
+        counter). On the kubeflow shape another user creates an object of no job's labels
+        under the deleted object's namespace/name."""
         job = self.jobs.get(native_id)
         if job is not None:
             if not job.ended:
                 raise Rejected(f"{native_id} has not ended; its id cannot be reused yet")
             self._purge(job)
+        if self.shape == "kubeflow":
+            namespace, taken = native_id.split("/", 1)
+            self._record(f"reuse name {native_id}")
+            return self.submit(taken, None, None, None, "someone-else", namespace=namespace)
         self.set_next_id(int(native_id))
         self._record(f"reuse id {native_id}")
         return self.submit(name, comment, None, None, owner=owner)
+
+    def recreate(self, native_id: str) -> Job:
+        """Kubeflow shape: delete the object and create it again from its manifest (``kubectl
+        replace --force``): the same namespace/name, labels, annotations, spec, job, owner and
+        hold; a new uid, created now."""
+        if self.shape != "kubeflow":
+            raise Rejected(
+                "an object is made under an id of one's choosing on the kubeflow shape only"
+            )
+        job = self.require(native_id)
+        self.delete(native_id)
+        namespace, name = native_id.split("/", 1)
+        copy = self.submit(
+            name,
+            None,
+            job.spec,
+            job.job,
+            job.owner,
+            labels=dict(job.labels),
+            annotations=dict(job.annotations),
+            namespace=namespace,
+        )
+        if job.kube_hold is not None and job.state is State.HELD:
+            copy.state, copy.kube_hold = State.HELD, job.kube_hold
+        self._record(f"recreate {native_id} uid={copy.uid}")
+        return copy
 
     def rewrite_comment(self, native_id: str, comment: str) -> None:
         """The owner rewrites the object's comment."""

@@ -53,6 +53,7 @@ from dispatch_core import (
     EncodingError,
     EpochBound,
     ExecutionIdentity,
+    Holder,
     JobID,
     JobSpec,
     ObjectRef,
@@ -837,6 +838,36 @@ def reused_by_a_requeued_case_variant(ctx: Context) -> None:
     writes_act_on_nothing(ctx, stale, None)
 
 
+@check(
+    "IDENT-054",
+    clause=f"{SEED_001}, The identity check: the uid or submit time anchors the object",
+    needs=Needs(faults=(Fault.RECREATE,)),
+)
+def writes_after_the_object_was_recreated(ctx: Context) -> None:
+    """A copy made under the ref's id from its manifest is not the ref's: writes act on nothing."""
+    plan = ctx.plan(long_spec(ctx))
+    stale = ctx.start(plan)
+    ctx.faults.recreate(stale)
+    # The copy carries the job's lookup key and identity: find shows it as the job's object, and
+    # only the uid or submit time tells the stale ref from it (a write riding on no precondition,
+    # a delete by name alone, lands on the copy).
+    seen = found(ctx, plan.job, "after the object was created again under its id")
+    copy = seen.get(stale.id)
+    if copy is None:
+        raise CheckFailed(
+            f"find({plan.job}) after the object {stale.id} was created again from its manifest "
+            f"returned {sorted(seen)}: the copy carries the job's key and identity, and is its "
+            "object"
+        )
+    ctx.expect(
+        (copy.submission, copy.attempt) == (1, 1),
+        f"find reported the copy of {stale.id} with submission and attempt "
+        f"{(copy.submission, copy.attempt)}, not the (1, 1) its manifest carries",
+    )
+    occupied(ctx, stale, copy.ref, "recreate")
+    writes_act_on_nothing(ctx, stale, copy.ref)
+
+
 # -- requeue and stop -----------------------------------------------------------------------------
 
 
@@ -1098,11 +1129,9 @@ def requeue_cut_between_steps(ctx: Context) -> None:
             f"(before: {visible(before)})",
         )
         return
-    ctx.expect(
-        not requeued,
-        f"{what}, raised OutcomeUnknown, yet the object was requeued: open shows {visible(seen)}",
-    )
-    # Nothing was assumed: the next requeue, whose calls answer, requeues it, once.
+    # OutcomeUnknown: the first step may show (Kubernetes: the TrainJob suspended, its pods
+    # gone, no new execution prepared), and nothing was assumed: the next requeue, whose calls
+    # answer, completes it, and the object is requeued once in all.
     call(ctx, f"requeue({ref.id}) again, after the cut one", lambda: requeuer.requeue(ref))
     seen = back_in_queue(ctx, ref)
     ctx.expect(
@@ -1235,6 +1264,62 @@ def attempts_never_repeat(ctx: Context) -> None:
     repeated = sorted({a for a in attempts if attempts.count(a) > 1})
     ctx.expect(
         not repeated, f"executions repeated DISPATCH_ATTEMPT {repeated} (in order: {attempts})"
+    )
+
+
+@check(
+    "IDENT-055",
+    clause=f"{SEED_000}, Execution identity: a hold and release; {DESIGN_REOBSERVE}",
+    needs=Needs(
+        capabilities=(Capability.HOLD,),
+        interfaces=(Requeuer, Holder),
+        faults=(Fault.LET_RUN, Fault.FAIL_BETWEEN_STEPS),
+        probes=(Probe.EXECUTIONS,),
+    ),
+)
+def released_after_it_ran(ctx: Context) -> None:
+    """An object held after it ran runs, once released, under a new DISPATCH_ATTEMPT and EPOCH.
+
+    Its requeue is cut between its steps, so the object may have stopped running with no new
+    execution prepared (Kubernetes: suspended, its pods gone); it is held and released: the
+    release, not only a requeue, must give the next run an identity of its own."""
+    requeuer, holder = as_requeuer(ctx), as_holder(ctx)
+    if requeuer is None or holder is None:  # declared in needs: the runner skipped it already
+        raise Skip("adapter implements no Requeuer or no Holder")
+    plan = ctx.plan(rank_spec(ctx))
+    ref = ctx.start(plan, submission=1, attempt=1)
+    run(ctx, ref)
+    ctx.faults.fail_between_steps("requeue")
+    what = f"requeue({ref.id}) of the running object, cut between its steps"
+    timed_out(ctx, what, lambda: requeuer.requeue(ref))
+    fired(ctx, "fail_between_steps(requeue)", what)
+    number: int | None = None
+    for _ in range(3):
+        seen = look(ctx, ref, f"after {what}")
+        if seen.state is State.QUEUED:
+            try:
+                number = holder.hold(ref)
+                break
+            except Rejected:
+                pass  # the scheduler started it first: requeue it, and hold it again
+        # Still running (the cut left it so: Slurm's Requeue=1 landed, its requeue did not) or
+        # started meanwhile: requeued for real, then held back in the queue.
+        what = f"requeue({ref.id}), whose object is {seen.state}"
+        call(ctx, what, lambda: requeuer.requeue(ref))
+        back_in_queue(ctx, ref)
+    if number is None:
+        raise Skip("the scheduler started the requeued object before every hold of it landed")
+    call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
+    run(ctx, ref)
+    stop(ctx, ref, "after its release")
+    seen_ids = identities(ctx, (plan.job, [(ref, 1, 2)]))
+    attempts = [i.attempt for i in seen_ids]
+    epochs = [i.epoch for i in seen_ids]
+    ctx.expect(
+        len(set(attempts)) == len(attempts) and all(a < b for a, b in pairwise(epochs)),
+        f"the executions of {ref.id}, held after it ran and released, saw DISPATCH_ATTEMPT "
+        f"{attempts} and DISPATCH_EPOCH {epochs} in order: the release reran it under an "
+        "identity it had",
     )
 
 

@@ -834,6 +834,7 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "harness cannot inject ignore_next_write",
         "harness cannot inject race_next_write",
         "harness cannot inject fail_between_steps",
+        "harness cannot inject recreate",
         "harness cannot inject requeue_underneath(held)",
         "harness cannot inject disable_history",
         "harness cannot inject lag_history",

@@ -1,8 +1,8 @@
 """The conformance suites on the Kubeflow adapter: the whole standard tier on both kubeflow-sim
 harnesses (every skip a fault or probe Kubernetes cannot have, with the reason), and each broken
 Kubeflow adapter of :mod:`adapters.kubeflow.testing.broken` caught by the checks it names (and
-those checks passing on the adapter it breaks). Two breaks no standard check can reach under
-the Kubernetes identity model are shown directly."""
+those checks passing on the adapter it breaks). Two of them are also shown directly, on the
+paths their named checks do not take (a foreign successor, an administrator's suspension)."""
 
 from __future__ import annotations
 
@@ -94,9 +94,8 @@ def test_the_catalogue_has_a_factory_per_entry() -> None:
 
 
 def test_a_delete_without_the_uid_precondition_deletes_a_successor_of_the_same_name() -> None:
-    """Not reachable by a standard check: Kubernetes reuses a name once it is free, but the
-    checks of id reuse (IDENT-008..010, HOLD-005) run only where the identity model says
-    native ids are reused, which kubeflow-sim does not (a uid never is)."""
+    """IDENT-054 catches it through a copy of the job's own object; here the successor is
+    another user's TrainJob, which the stop through the old ref must leave alone."""
     for backend_type, survives in ((DeleteWithoutUid, False), (KubeflowBackend, True)):
         harness = KubeflowSimHarness(backend_type=backend_type)
         harness.begin("direct")
@@ -113,8 +112,9 @@ def test_a_delete_without_the_uid_precondition_deletes_a_successor_of_the_same_n
 
 
 def test_a_release_that_keeps_the_execution_reruns_an_object_under_its_identity() -> None:
-    """Not reachable by a standard check: only an object suspended after it ran, then held and
-    released, shows it; no standard check suspends a running TrainJob underneath and holds it."""
+    """IDENT-055 catches it through a requeue cut after its suspension; here an administrator
+    suspends the running TrainJob, and the hold and release that follow must still give the
+    next run an identity of its own."""
     for backend_type, repeats in ((ReleaseKeepsExecution, True), (KubeflowBackend, False)):
         harness = KubeflowSimHarness(backend_type=backend_type)
         harness.begin("direct")

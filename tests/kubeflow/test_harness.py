@@ -32,7 +32,7 @@ from conformance.harness import (
     ReplyLoss,
     fault_needs,
 )
-from dispatch_core import JobID, JobSpec, ObjectRef, State, make_plan
+from dispatch_core import JobID, JobSpec, NotFound, ObjectRef, OutcomeUnknown, State, make_plan
 from dispatch_core.identity import parse_execution_env
 from simulators.kubernetes import KubeConfig, KubeSim
 from simulators.kubernetes.resources import TRAINJOBS
@@ -53,7 +53,7 @@ jobs: dict[str, JobID] = {}
 def test_the_identity_model_and_every_refusal_has_its_reason() -> None:
     for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
         assert harness.identity == KUBE_IDENTITY
-        assert KUBE_IDENTITY.lookup is Lookup.LABEL and not KUBE_IDENTITY.reuses_ids
+        assert KUBE_IDENTITY.lookup is Lookup.LABEL and KUBE_IDENTITY.reuses_ids  # names, not uids
         assert not KUBE_IDENTITY.requeue_moves_submit and not KUBE_IDENTITY.history_outlives_live
         for need in [*fault_needs(), *(p.value for p in Probe)]:
             why = harness.lacks(need)
@@ -63,6 +63,49 @@ def test_the_identity_model_and_every_refusal_has_its_reason() -> None:
     assert kubeflow_sim().lacks(Fault.REQUEUE_UNDERNEATH) is not None
     assert kubeflow_sim_kueue().lacks(Fault.REQUEUE_UNDERNEATH) is None
     assert look_alike_forms(LookAlike.COMMA_LIST) == 0
+
+
+def test_recreate_makes_the_job_s_copy_under_the_name_with_a_new_uid() -> None:
+    for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
+        backend, ref = started(harness)
+        harness.faults(backend).recreate(ref)
+        (copy,) = backend.find(jobs[ref.id])
+        assert copy.ref.id == ref.id and copy.ref.uid != ref.uid
+        assert (copy.submission, copy.attempt, copy.foreign) == (1, 1, False)
+        with pytest.raises(NotFound):
+            backend.open(ref)
+        harness.end("test")
+
+
+def test_reuse_id_gives_the_deleted_trainjob_s_name_to_another_user_s() -> None:
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    backend.stop(ref)
+    harness.faults(backend).reuse_id(ref)
+    namespace, _, name = ref.id.partition("/")
+    taken = harness.cluster_of(backend).sim.store.peek(TRAINJOBS, namespace, name)
+    assert taken is not None and taken["metadata"]["uid"] != ref.uid
+    assert JOB_LABEL not in (taken["metadata"].get("labels") or {})
+    assert backend.find(jobs[ref.id]) == []
+    harness.end("test")
+
+
+def test_a_cut_requeue_stays_cut_until_the_check_asks_what_fired() -> None:
+    """The resume and the adapter's retry of it are refused: the TrainJob stays suspended."""
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    faults = harness.faults(backend)
+    faults.let_run(ref)
+    faults.fail_between_steps("requeue")
+    with pytest.raises(OutcomeUnknown):
+        backend.requeue(ref)
+    assert faults.unfired() == []
+    namespace, _, name = ref.id.partition("/")
+    trainjob = harness.cluster_of(backend).sim.store.peek(TRAINJOBS, namespace, name)
+    assert trainjob is not None and trainjob["spec"]["suspend"] is True
+    backend.requeue(ref)  # the cut is over: this one completes it
+    assert backend.open(ref).restart_count == 1
+    harness.end("test")
 
 
 def test_executions_group_ranks_by_execution_in_index_order_through_requeues() -> None:

@@ -15,6 +15,7 @@ from adapters.memory.testing.harness import (
     KUBE_REFUSED,
     OTHER_NAMESPACE,
     REFUSED,
+    SLURM_NO_RECREATE,
     UNPARSABLE_ANNOTATIONS,
 )
 from adapters.slurm.testing.lookalikes import NEAR_HOLDS, UNPARSABLE_COMMENTS
@@ -53,7 +54,7 @@ def test_each_shape_declares_its_scheduler_s_identity_model() -> None:
     )
     assert memory_kubeflow().identity == IdentityModel(
         lookup=Lookup.LABEL,
-        reuses_ids=False,
+        reuses_ids=True,
         requeue_moves_submit=False,
         history_outlives_live=False,
     )
@@ -82,7 +83,9 @@ def test_what_each_shape_offers_and_lacks() -> None:
     known = set(fault_needs()) | {p.value for p in Probe}
     slurm, kubeflow = memory_slurm(), memory_kubeflow()
     refused = {n: f"harness cannot inject {why}" for n, why in REFUSED.items()}
-    assert {n: slurm.lacks(n) for n in known if slurm.lacks(n)} == refused
+    assert {n: slurm.lacks(n) for n in known if slurm.lacks(n)} == refused | {
+        "recreate": f"harness cannot inject {SLURM_NO_RECREATE}"
+    }
     assert refused == {
         "commands": "harness cannot inject commands (the memory scheduler runs no command: it "
         "records each execution's ranks and their environment)",
@@ -103,8 +106,7 @@ def test_the_kubeflow_faults_kubernetes_cannot_have_are_refused_when_asked() -> 
     backend, faults = kube()
     ref = backend.start(make_plan(backend, JobSpec(command=("x",))), 1, 1)
     for call, why in (
-        (lambda: faults.reuse_id(ref), "Kubernetes never reuses a UID"),
-        (lambda: faults.reuse_id_next(ref), "Kubernetes never reuses a UID"),
+        (lambda: faults.reuse_id_next(ref), "the API server hands out no names"),
         (faults.lose_identity_history, "no accounting history"),
         (lambda: faults.near_hold(ref), "no start time"),
         (lambda: faults.inject_look_alike(JOB, LookAlike.COMMA_LIST), "comma"),

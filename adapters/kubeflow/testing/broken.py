@@ -192,9 +192,7 @@ def _doc(kind: type) -> str:
 
 
 CATALOGUE: Final[Sequence[Broken]] = (
-    # Caught by no standard check (see tests/conformance/test_kubeflow_suites.py): a successor
-    # under the same name is id reuse, which KUBE_IDENTITY declares Kubernetes does not have.
-    Broken("delete_without_uid", _doc(DeleteWithoutUid), DeleteWithoutUid),
+    Broken("delete_without_uid", _doc(DeleteWithoutUid), DeleteWithoutUid, only=("IDENT-054",)),
     Broken(
         "gate_ready_before_write",
         _doc(ReadyBeforeWrite),
@@ -216,8 +214,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         HoldIgnoresResourceVersion,
         only=("HOLD-008", "HOLD-009", "HOLD-012", "STATE-001", "STATE-002", "STATE-006"),
     ),
-    # Caught by no standard check: no check holds an object suspended underneath after it ran.
-    Broken("release_keeps_execution", _doc(ReleaseKeepsExecution), ReleaseKeepsExecution),
+    Broken(
+        "release_keeps_execution",
+        _doc(ReleaseKeepsExecution),
+        ReleaseKeepsExecution,
+        only=("IDENT-055",),
+    ),
 )
 """Every broken Kubeflow adapter, each wrong in exactly one way."""
 

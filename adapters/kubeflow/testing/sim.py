@@ -19,9 +19,10 @@ scheduler, an administrator or another user would, through the simulator's fault
 store (never through the adapter); call faults (a lost reply, a refusal before effect, a race)
 are armed on the server for the next matching request the adapter sends.
 
-What Kubernetes cannot have is refused with the reason (:data:`REFUSED`): uids are never
-reused, there is no accounting history, a label value holds no comma, the API server answers a
-JSON body or nothing (no garbled success), and it never acknowledges a write it did not store.
+What Kubernetes cannot have is refused with the reason (:data:`REFUSED`): the API server hands
+out no names (a name is reused only when someone creates it again), there is no accounting
+history, a label value holds no comma, the API server answers a JSON body or nothing (no
+garbled success), and it never acknowledges a write it did not store.
 """
 
 from __future__ import annotations
@@ -90,14 +91,17 @@ SETTLE_BOUND: Final = 1800
 runtime's rank fails seven times with the kubelet's back-off before its Job gives up)."""
 
 KUBE_IDENTITY: Final = IdentityModel(
-    lookup=Lookup.LABEL, reuses_ids=False, requeue_moves_submit=False, history_outlives_live=False
+    lookup=Lookup.LABEL, reuses_ids=True, requeue_moves_submit=False, history_outlives_live=False
 )
-"""Kubernetes' identity model: found by exact label, uids never reused, a requeue keeps the
-creationTimestamp, nothing outlives the live view."""
+"""Kubernetes' identity model: found by exact label; a name (``ObjectRef.id`` is
+namespace/name) is free for anyone's new object once its own is deleted, though a uid is never
+reused; a requeue keeps the creationTimestamp; nothing outlives the live view."""
 
 REFUSED: Final[Mapping[str, str]] = {
-    Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a uid)",
-    Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a uid)",
+    Fault.REUSE_ID_NEXT: (
+        "reuse_id_next (the client names each TrainJob: the API server hands out no names, so "
+        "it gives no later object a name that was another's)"
+    ),
     Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
     Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
     Fault.DISABLE_HISTORY: "disable_history (no accounting history on Kubernetes to switch off)",
@@ -147,6 +151,8 @@ SIM_OFFERS: Final = frozenset(
         Fault.RACE_NEXT_WRITE,
         Fault.FAIL_BETWEEN_STEPS,
         Fault.NEAR_HOLD,
+        Fault.REUSE_ID,
+        Fault.RECREATE,
         *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.COMMA_LIST),
         Probe.EXECUTIONS,
         Probe.INVENTORY,
@@ -184,6 +190,10 @@ class Armed:
     after: Callable[[Route], None] | None = None
     skip: int = 0
     """How many of the operation's writes to let through first (fail_between_steps: 1)."""
+    lasting: bool = False
+    """Once fired, it fires again for every later write of the operation until the check asks
+    what is still armed (:meth:`SimCluster.unfired`, which a check asks once the call that
+    the fault targets returned): the retries the adapter makes inside that call fail too."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +286,7 @@ class SimCluster:
         self._configuration: client.Configuration | None = None
         self.clock = SimClock(self)
         self.armed: list[Armed] = []
+        self.lasting: list[Armed] = []
         self.owners: dict[str, str] = {}
         """JobSet uid to the uid of the TrainJob that owned it (kept after both are gone)."""
         self._seen = -1
@@ -350,12 +361,21 @@ class SimCluster:
                 armed.skip -= 1
                 return None
             del self.armed[index]
+            if armed.lasting:
+                self.lasting.append(dataclasses.replace(armed, lasting=False))
             if armed.before is not None:
                 armed.before(request)
             return armed.after
+        for armed in self.lasting:
+            if request.method in WRITE_VERBS[armed.operation]:
+                if armed.before is not None:
+                    armed.before(request)
+                return armed.after
         return None
 
     def unfired(self) -> list[str]:
+        """The call faults still armed; a lasting one that fired ends here (its call returned)."""
+        self.lasting.clear()
         return [armed.need for armed in self.armed]
 
     # -- which objects a ref names -------------------------------------------------------------
@@ -608,6 +628,39 @@ class SimFaults(FaultInjector):
         self.sim.faults.admin_delete(TRAINJOBS, str(metadata["namespace"]), str(metadata["name"]))
         self._gone(str(metadata["namespace"]), str(metadata["name"]), str(metadata["uid"]))
 
+    def reuse_id(self, ref: ObjectRef) -> None:
+        """The ended TrainJob is deleted, and another user makes one under its name (suspended,
+        labelled as nobody's job)."""
+        self.purge(ref)
+        self._take_name(*ref.id.split("/", 1))
+
+    def _take_name(self, namespace: str, name: str) -> None:
+        body = dispatch_trainjob(name, {"app": "someone-elses"}, {}, suspend=True)
+        self.sim.create(TRAINJOBS, body, namespace)
+
+    def recreate(self, ref: ObjectRef) -> None:
+        """``kubectl replace --force``: the TrainJob is deleted (its JobSet and pods with it) and
+        created again from its labels, annotations and spec; Kueue makes the copy a Workload of
+        its own."""
+        trainjob = self.cluster.require(ref)
+        metadata = trainjob["metadata"]
+        namespace, name = str(metadata["namespace"]), str(metadata["name"])
+        manifest = {
+            "apiVersion": trainjob["apiVersion"],
+            "kind": trainjob["kind"],
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": copy.deepcopy(metadata.get("labels") or {}),
+                "annotations": copy.deepcopy(metadata.get("annotations") or {}),
+            },
+            "spec": copy.deepcopy(trainjob["spec"]),
+        }
+        self.sim.faults.admin_delete(TRAINJOBS, namespace, name)
+        self._gone(namespace, name, str(metadata["uid"]))
+        self.sim.create(TRAINJOBS, manifest, namespace)
+        self.cluster.sync()
+
     def _gone(self, namespace: str, name: str, uid: str) -> None:
         for _ in range(SETTLE_BOUND):
             found = self.sim.store.peek(TRAINJOBS, namespace, name)
@@ -645,7 +698,9 @@ class SimFaults(FaultInjector):
         self._arm(f"fail_before_effect({operation})", operation, before=refuse)
 
     def fail_between_steps(self, operation: str) -> None:
-        """The second write of ``operation`` (its first landed) is refused with 500."""
+        """The second write of ``operation`` (its first landed) is refused with 500, and so is
+        every write the adapter retries within the same call (an API server that stays
+        unavailable that long: etcd electing a leader), so that the operation is left cut."""
         if operation != "requeue":
             raise CannotInject(f"fail_between_steps({operation})")
 
@@ -654,14 +709,15 @@ class SimFaults(FaultInjector):
                 VERBS[request.method], request.plural, request.name or None, code=500
             )
 
-        self._arm(f"fail_between_steps({operation})", operation, before=refuse, skip=1)
+        self._arm(
+            f"fail_between_steps({operation})", operation, before=refuse, skip=1, lasting=True
+        )
 
     def vanish_before_read_back(
         self, operation: str, *, reuse_id: bool = False, early: bool = False
     ) -> None:
-        if operation not in ("start", "stop") or reuse_id or (early and operation != "stop"):
-            why = " (Kubernetes never reuses a uid)" if reuse_id else ""
-            raise CannotInject(f"vanish_before_read_back({operation}){why}")
+        if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
+            raise CannotInject(f"vanish_before_read_back({operation})")
 
         def vanish(request: Route) -> None:
             if request.name:
@@ -676,6 +732,8 @@ class SimFaults(FaultInjector):
                 with contextlib.suppress(Exception):
                     self.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
                 self._gone(request.namespace, name, str(found["metadata"]["uid"]))
+                if reuse_id:
+                    self._take_name(request.namespace, name)
 
         need = f"vanish_before_read_back({operation})"
         if early:
@@ -725,10 +783,11 @@ class SimFaults(FaultInjector):
         before: Callable[[Route], None] | None = None,
         after: Callable[[Route], None] | None = None,
         skip: int = 0,
+        lasting: bool = False,
     ) -> None:
         if operation not in WRITE_VERBS:
             raise CannotInject(need)
-        self.cluster.armed.append(Armed(need, operation, before, after, skip))
+        self.cluster.armed.append(Armed(need, operation, before, after, skip, lasting))
 
     def unfired(self) -> list[str]:
         return self.cluster.unfired()

@@ -54,10 +54,10 @@ SLURM_SHAPE: Final = IdentityModel(
 """The Slurm shape: found by exact name, ids reused once purged, a requeue moves submit on,
 accounting keeps what the live view forgot."""
 KUBEFLOW_SHAPE: Final = IdentityModel(
-    lookup=Lookup.LABEL, reuses_ids=False, requeue_moves_submit=False, history_outlives_live=False
+    lookup=Lookup.LABEL, reuses_ids=True, requeue_moves_submit=False, history_outlives_live=False
 )
-"""The kubeflow shape: found by exact label, uids never reused (a name comes back only when
-its creator makes it again, as a new object), a requeue keeps the creation time, and a
+"""The kubeflow shape: found by exact label; a deleted object's namespace/name is free for
+anyone's new object, though a uid is never reused; a requeue keeps the creation time, and a
 deleted object leaves no history."""
 
 _EVERY_SHAPE: Final = frozenset(
@@ -97,7 +97,7 @@ OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
         Fault.NEAR_HOLD,
         look_alike_need(LookAlike.COMMA_LIST),
     },
-    "kubeflow": _EVERY_SHAPE,
+    "kubeflow": _EVERY_SHAPE | {Fault.REUSE_ID, Fault.RECREATE},
 }
 """The faults and probes each shape provides."""
 REFUSED: Final[Mapping[str, str]] = {
@@ -112,8 +112,10 @@ REFUSED: Final[Mapping[str, str]] = {
 }
 """What neither shape provides, and why (the text after ``harness cannot inject``)."""
 KUBE_REFUSED: Final[Mapping[str, str]] = {
-    Fault.REUSE_ID: "reuse_id (Kubernetes never reuses a UID)",
-    Fault.REUSE_ID_NEXT: "reuse_id_next (Kubernetes never reuses a UID)",
+    Fault.REUSE_ID_NEXT: (
+        "reuse_id_next (the client names each object: the API server hands out no names, so "
+        "it gives no later object a name that was another's)"
+    ),
     Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
     Fault.NEAR_HOLD: (
         "near_hold (the kubeflow shape keeps a hold as its number, no start time to be one "
@@ -127,6 +129,10 @@ KUBE_REFUSED: Final[Mapping[str, str]] = {
     ),
 }
 """What the kubeflow shape lacks, and why (the text after ``harness cannot inject``)."""
+SLURM_NO_RECREATE: Final = (
+    "recreate (the Slurm shape hands out every id itself: nobody makes a job under the id of "
+    "one that is gone)"
+)
 
 CASE_FORMS: Final = ("the ULID in upper case", "odd letters upper", "even letters upper")
 UNPARSABLE_ANNOTATIONS: Final[tuple[tuple[str | None, str | None], ...]] = (
@@ -323,6 +329,11 @@ class MemoryFaults(FaultInjector):
     def reuse_id(self, ref: ObjectRef) -> None:
         self._refuse(Fault.REUSE_ID)
         self.cluster.reuse_id(ref.id)
+
+    def recreate(self, ref: ObjectRef) -> None:
+        if not self.kube:
+            raise CannotInject(SLURM_NO_RECREATE)
+        self.cluster.recreate(ref.id)
 
     def reuse_id_next(self, ref: ObjectRef) -> None:
         self._refuse(Fault.REUSE_ID_NEXT)
@@ -534,6 +545,8 @@ class MemoryHarness(Harness[MemoryBackend]):
             return f"harness cannot inject {REFUSED[need]}"
         if self.shape == "kubeflow" and need in KUBE_REFUSED:
             return f"harness cannot inject {KUBE_REFUSED[need]}"
+        if self.shape == "slurm" and need == Fault.RECREATE:
+            return f"harness cannot inject {SLURM_NO_RECREATE}"
         return super().lacks(need)
 
     def new_backend(self) -> MemoryBackend:

@@ -37,7 +37,7 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike,
     slurm_look_alike_forms,
 )
-from adapters.slurm.testing.sim import SLURM_IDENTITY
+from adapters.slurm.testing.sim import NO_RECREATE, SLURM_IDENTITY
 from adapters.slurm.testing.transport import CallFaults, command_words, lost_reply, program
 from conformance.harness import (
     CannotInject,
@@ -86,6 +86,7 @@ OTHER_USER_REFUSED: Final = (
     "and only root may submit another user's job, with sbatch --uid)"
 )
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
+    Fault.RECREATE: NO_RECREATE,
     Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
     "job on it)",
     Fault.PREEMPT: "harness cannot inject preempt (a real preemption needs a PreemptType and a "

@@ -129,6 +129,10 @@ SIM_OFFERS: Final = frozenset(
 )
 """What both simulated clusters offer; ``slurm-sim-nocomment`` offers lose_identity_history
 too (its accounting never kept comments)."""
+NO_RECREATE: Final = (
+    "harness cannot inject recreate (slurmctld hands out every job id itself: nobody makes a "
+    "job under the id of one that is gone)"
+)
 KEEPS_COMMENTS: Final = (
     "harness cannot inject lose_identity_history (this cluster's accounting keeps comments, "
     "AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
@@ -653,6 +657,8 @@ class SlurmSimHarness(Harness[SlurmBackend]):
     def lacks(self, need: str) -> str | None:
         if need == Fault.LOSE_IDENTITY_HISTORY and self.job_comment:
             return KEEPS_COMMENTS
+        if need == Fault.RECREATE:
+            return NO_RECREATE
         return super().lacks(need)
 
     def new_backend(self) -> SlurmBackend:
@@ -726,6 +732,7 @@ def slurm_sim_nocomment() -> SlurmSimHarness:
 
 
 __all__ = [
+    "NO_RECREATE",
     "SLURM_IDENTITY",
     "HarnessExecute",
     "SimCluster",
