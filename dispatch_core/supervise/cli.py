@@ -118,6 +118,8 @@ def load_policy(path: str | None) -> Policy | None:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise BadInput(f"cannot read the policy {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"the policy {path} is not UTF-8 text: {error.reason}") from None
     try:
         data = tomllib.loads(text) if path.endswith(".toml") else json.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as error:

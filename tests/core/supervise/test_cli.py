@@ -108,6 +108,7 @@ def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -
         ["submit", "--harness", "memory-slurm", "--policy", "MISSING", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--policy", "BADJSON", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--policy", "BADRULE", "--", "true"],
+        ["submit", "--harness", "memory-slurm", "--policy", "BINARY", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--policy", "REQUEUE", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--time-bound", "-1", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--detach", "--", "true"],
@@ -135,7 +136,9 @@ def test_bad_input_is_one_line_and_exit_2(
         "BADRULE": tmp_path / "rule.json",
         "REQUEUE": tmp_path / "requeue.json",
         "DIR": tmp_path,
+        "BINARY": tmp_path / "binary.json",
     }
+    files["BINARY"].write_bytes(b"\xff\xfe{}")
     files["BADJSON"].write_text("{rules: ")
     files["BADRULE"].write_text('{"rules": [{"kind": "teleport"}]}')
     files["REQUEUE"].write_text('{"rules": [{"kind": "requeue"}]}')  # memory cannot requeue
