@@ -8,9 +8,10 @@ on its own [A5]) and a configuration error (CreateContainerConfigError).
 
 Where it comes from, strongest first: the container's ``KUBE_SIM_*`` env vars (so that kubectl
 users, who cannot call Python, can say it), then the last matching rule added to
-:class:`Behaviours`, then the default built from KubeConfig. Env vars (each strict; a bad value
-gives the container ``waiting: CreateContainerConfigError`` naming the variable, never an
-exception):
+:class:`Behaviours`, then the command where the simulator models it (``echo``: its words as a
+log line, exit 0 at once), then the default built from KubeConfig. Env vars (each strict; a
+bad value gives the container ``waiting: CreateContainerConfigError`` naming the variable,
+never an exception):
 
 - ``KUBE_SIM_EXIT_CODES``: comma-separated integers, e.g. ``1,1,0`` (fail twice, then succeed);
 - ``KUBE_SIM_RUN_SECONDS``: a non-negative number, or ``forever``;
@@ -122,13 +123,31 @@ class Behaviours:
         self._rules.append(_Rule(behaviour, namespace, labels, container, image, pod_name_prefix))
 
     def for_container(self, pod: JSON, container: JSON) -> Behaviour:
-        """The behaviour of ``container``: its env, then the last matching rule, then default."""
-        chosen = self.default
+        """The behaviour of ``container``: its env, then the last matching rule, then the
+        command where it is one the simulator models (:func:`modelled_command`), then default."""
+        chosen: Behaviour | None = None
         for rule in reversed(self._rules):
             if rule.matches(pod, container):
                 chosen = rule.behaviour
                 break
+        if chosen is None:
+            chosen = modelled_command(container) or self.default
         return apply_env(chosen, container)
+
+
+ECHO: Final = ("echo", "/bin/echo", "/usr/bin/echo")
+
+
+def modelled_command(container: JSON) -> Behaviour | None:
+    """What a command the simulator models does: ``echo ARG...`` (no option) writes its
+    arguments, space-separated, as one log line when it starts and exits 0 at once, as
+    coreutils' echo does. No other command is modelled (it behaves as the default says)."""
+    words = [*(container.get("command") or ()), *(container.get("args") or ())]
+    if not words or words[0] not in ECHO or not all(isinstance(w, str) for w in words):
+        return None
+    if len(words) > 1 and words[1].startswith("-"):
+        return None  # -n, -e, -E: not modelled
+    return Behaviour(exit_codes=(0,), run_seconds=0.0, logs=((0.0, " ".join(words[1:])),))
 
 
 def _env_of(container: JSON) -> dict[str, str]:

@@ -437,6 +437,24 @@ def test_logs_over_time() -> None:
     assert logs(w.cluster, "default", "p", "c", tail_lines=1) == "step 2\n"
 
 
+def test_echo_is_modelled_its_words_logged_and_it_exits_0_unless_a_rule_says_otherwise() -> None:
+    w = World()
+    w.job("said", container={"command": ["echo", "hello", "world"]})
+    w.job("opt", container={"command": ["echo"], "args": ["-n", "x"]})
+    w.behaviours.add(Behaviour(run_seconds=None), pod_labels={"app": "ruled"})
+    w.job("ruled", container={"command": ["/bin/echo", "y"]})
+    w.advance(5)
+    (said,) = w.pods("said")
+    assert logs(w.cluster, "default", said["metadata"]["name"]) == "hello world\n"
+    assert said["status"]["phase"] == "Succeeded"
+    assert _sr(w.get_job("said"), "Complete") == ("True", "CompletionsReached")
+    (opt,) = w.pods("opt")  # an option: not modelled, the default (60 s) runs on
+    assert opt["status"]["phase"] == "Running"
+    assert logs(w.cluster, "default", opt["metadata"]["name"]) == ""
+    (ruled,) = w.pods("ruled")  # a rule beats the model
+    assert ruled["status"]["phase"] == "Running"
+
+
 def test_deleting_job_background_removes_pods() -> None:
     w = World()
     w.behaviours.add(Behaviour(run_seconds=None))
