@@ -141,6 +141,12 @@ def _whole_command(args: list[str]) -> int:
 
 def shim(state_dir: str, program: str, args: list[str]) -> int:
     """Run one Slurm command on the cluster of ``state_dir``; print what it printed."""
+    if program not in (*SERVED, *REFUSED):  # BIN/dispatch-slurm-shims --state-dir DIR advance
+        sys.stderr.write(
+            f"{PROG}: usage: the action comes first, then its options: '{PROG} ACTION "
+            f"--state-dir DIR ...' (see '{PROG} --help')\n"
+        )
+        return EXIT_USAGE
     if program not in SERVED:
         sys.stderr.write(refusal(program) + "\n")
         return EXIT_REFUSED

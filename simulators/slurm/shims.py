@@ -206,6 +206,11 @@ def _manage(args: list[str]) -> int:
     parser = _parser()
     if not args:
         raise UsageError(f"no action given (one of {', '.join(_ACTIONS)}; see '{PROG} --help')")
+    if args[0] == "--state-dir" or args[0].startswith("--state-dir="):
+        raise UsageError(
+            f"usage: the action comes first, then its options: '{PROG} ACTION --state-dir DIR "
+            f"...' (see '{PROG} --help')"
+        )
     options = parser.parse_args(args)
     for option in ("state_dir", "bin_dir"):
         if getattr(options, option, None) == "":

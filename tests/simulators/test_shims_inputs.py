@@ -560,3 +560,17 @@ def test_a_state_dir_whose_name_is_too_long_is_one_line(
     status, err = refused(capsys, action, "--state-dir", str(state), *more)
     assert (status, err) == (3, f"{PROG}: cannot use {state}: File name too long")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_state_dir_given_before_the_action_says_where_it_goes(
+    capsys: pytest.CaptureFixture[str], cluster: tuple[Path, Path], tmp_path: Path
+) -> None:
+    says = (
+        f"{PROG}: usage: the action comes first, then its options: '{PROG} ACTION --state-dir "
+        f"DIR ...' (see '{PROG} --help')"
+    )
+    status, err = refused(capsys, "--state-dir", str(tmp_path), "advance", "5")
+    assert (status, err) == (2, says)
+    state, bin_dir = cluster
+    done = shell(bin_dir, f"dispatch-slurm-shims --state-dir {state} advance 5", tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", says + "\n")
