@@ -974,6 +974,117 @@ def pre_termination_signal_honoured(ctx: Context) -> None:
     )
 
 
+def printed(ctx: Context, what: str) -> tuple[JobSpec, bytes]:
+    """The spec of a job that prints one marker line (``echo``), and the marker."""
+    marker = f"dispatch-conformance-{ctx.job_id()}-{what}"
+    return ctx.spec(command=("echo", marker)), marker.encode()
+
+
+def printing(ctx: Context, spec: JobSpec) -> ObjectRef:
+    """Start the printing job and let it run, unless the scheduler has run it to its end."""
+    ref = ctx.start(ctx.plan(spec))
+    seen = look(ctx, ref, "after its start")
+    if seen.state is State.QUEUED:
+        ctx.faults.let_run(ref)
+    return ref
+
+
+@check(
+    "CAP-020",
+    clause=f"{BEHAVIOUR_CLAUSE}: OutputRead, as OutputReader.read_output requires",
+    needs=Needs(
+        capabilities=(Capability.OUTPUT_READ,), interfaces=(OutputReader,), faults=(Fault.LET_RUN,)
+    ),
+    verifies=(Capability.OUTPUT_READ,),
+)
+def output_read_honoured(ctx: Context) -> None:
+    """A declared OutputRead yes is honoured: read_output gives what the job printed, by offset."""
+    spec, marker = printed(ctx, "read")
+    declared_yes(ctx, spec, Capability.OUTPUT_READ)
+    backend = ctx.backend
+    assert isinstance(backend, OutputReader)  # the check's interface need
+    ref = printing(ctx, spec)
+
+    def read(offset: int = 0) -> bytes:
+        return call(
+            ctx,
+            f"read_output({ref.id}, offset={offset})",
+            lambda: backend.read_output(ref, offset),
+        )
+
+    def shown() -> bytes | None:
+        try:
+            text = backend.read_output(ref, 0)
+        except NotFound:
+            return None  # nothing to read yet (Kubernetes: rank 0's pod not made yet)
+        return text if marker in text else None
+
+    try:
+        whole = ctx.wait_until(shown, f"read_output({ref.id}) showing what the job printed", 120.0)
+    except CheckFailed:
+        raise CheckFailed(
+            f"declares OutputRead yes, but read_output({ref.id}) never showed the line its job "
+            f"printed ({marker.decode()!r}); it read {read()[:200]!r}"
+        ) from None
+    at = whole.index(marker)
+    ctx.expect(
+        read(at).startswith(marker),
+        f"read_output({ref.id}, offset={at}) gave {read(at)[:100]!r}: the output from byte {at} "
+        f"starts with {marker.decode()!r}",
+    )
+    ctx.expect(
+        read(len(whole)) == b"",
+        f"read_output({ref.id}, offset={len(whole)}) gave {read(len(whole))[:100]!r} past the "
+        "end of what was written",
+    )
+
+
+FOLLOW_BOUND: Final = 600.0
+"""Seconds of the cluster's clock a follow of a job that prints one line and exits may take."""
+
+
+@check(
+    "CAP-021",
+    clause=f"{BEHAVIOUR_CLAUSE}: OutputFollow, as OutputReader.follow_output requires",
+    needs=Needs(
+        capabilities=(Capability.OUTPUT_FOLLOW,),
+        interfaces=(OutputReader,),
+        faults=(Fault.LET_RUN,),
+    ),
+    verifies=(Capability.OUTPUT_FOLLOW,),
+)
+def output_follow_honoured(ctx: Context) -> None:
+    """A declared OutputFollow yes is honoured: follow_output yields the output, then returns."""
+    spec, marker = printed(ctx, "follow")
+    declared_yes(ctx, spec, Capability.OUTPUT_FOLLOW)
+    backend = ctx.backend
+    assert isinstance(backend, OutputReader)  # the check's interface need
+    ref = printing(ctx, spec)
+    began = ctx.clock.now()
+    followed = b""
+    try:
+        for chunk in backend.follow_output(ref):
+            followed += chunk
+            if ctx.clock.now() - began > FOLLOW_BOUND:
+                ctx.fail(
+                    f"follow_output({ref.id}) went on {FOLLOW_BOUND:.0f} s after its job, "
+                    "which prints one line and exits, began: it must return once the job ends"
+                )
+    except DispatchError as error:
+        ctx.fail(f"follow_output({ref.id}) raised {type(error).__name__} ({error})")
+    ctx.expect(
+        marker in followed,
+        f"declares OutputFollow yes, but follow_output({ref.id}) returned {followed[:200]!r} "
+        f"without the line its job printed ({marker.decode()!r})",
+    )
+    seen = look(ctx, ref, "after follow_output returned")
+    ctx.expect(
+        seen.state.ended,
+        f"follow_output({ref.id}) returned while open shows the job {seen.state}: it follows "
+        "until the execution ends",
+    )
+
+
 # -- preflight ------------------------------------------------------------------------------------
 
 PREFLIGHT_BOUND: Final = 5.0

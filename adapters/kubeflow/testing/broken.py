@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -161,6 +161,27 @@ class ReleaseKeepsExecution(KubeflowBackend):
         self._update(ref, obj, change, landed, lambda now: None, what)
 
 
+class ReadIgnoresOffset(KubeflowBackend):
+    """read_output returns rank 0's whole log whatever the offset: a reader that follows by
+    offsets reads everything again each time."""
+
+    def read_output(self, ref: ObjectRef, offset: int = 0) -> bytes:
+        return super().read_output(ref, 0)
+
+
+class FollowFromTheEnd(KubeflowBackend):
+    """follow_output starts where the log is when it is called (``tail -f -n 0``): what the job
+    printed before is never yielded."""
+
+    def follow_output(self, ref: ObjectRef) -> Iterator[bytes]:
+        skip = len(self.read_output(ref))
+        for chunk in super().follow_output(ref):
+            cut = min(skip, len(chunk))
+            skip -= cut
+            if chunk[cut:]:
+                yield chunk[cut:]
+
+
 # -- the catalogue -----------------------------------------------------------------------------
 
 
@@ -214,6 +235,8 @@ CATALOGUE: Final[Sequence[Broken]] = (
         HoldIgnoresResourceVersion,
         only=("HOLD-008", "HOLD-009", "HOLD-012", "STATE-001", "STATE-002", "STATE-006"),
     ),
+    Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
+    Broken("follow_from_the_end", _doc(FollowFromTheEnd), FollowFromTheEnd, only=("CAP-021",)),
     Broken(
         "release_keeps_execution",
         _doc(ReleaseKeepsExecution),
@@ -240,6 +263,8 @@ gate_ready_before_write = _factory("gate_ready_before_write")
 find_by_name_prefix = _factory("find_by_name_prefix")
 stock_runtime_unflagged = _factory("stock_runtime_unflagged")
 hold_ignores_resource_version = _factory("hold_ignores_resource_version")
+read_ignores_offset = _factory("read_ignores_offset")
+follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
 
 __all__ = [
@@ -248,7 +273,9 @@ __all__ = [
     "Broken",
     "DeleteWithoutUid",
     "FindByNamePrefix",
+    "FollowFromTheEnd",
     "HoldIgnoresResourceVersion",
+    "ReadIgnoresOffset",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",
     "StockRuntimeUnflagged",
