@@ -1257,6 +1257,9 @@ def every_rank_sees_identity(ctx: Context) -> None:
     "IDENT-015",
     clause=f"{SEED_000}, Execution identity: its DISPATCH_ATTEMPT differs",
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+    # Where a gate is declared, every requeue here is a readmission through it (an eviction
+    # underneath, or the adapter's deactivation): its new attempts are the gate's doing.
+    verifies=(Capability.READMISSION_GATE,),
 )
 def attempts_never_repeat(ctx: Context) -> None:
     """No two executions of a job share DISPATCH_ATTEMPT, across requeues and resubmissions."""
