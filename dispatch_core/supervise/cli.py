@@ -1,15 +1,15 @@
 """``dispatch``: the host CLI of the supervisor.
 
 - ``dispatch submit --harness NAME [--policy FILE] [--record PATH|DSN] [--seed S] -- CMD...``
-  plans and submits a job through the harness's backend (loaded by its ``dispatch.harnesses``
-  entry point name, never imported by name), then supervises it until it is idle, one progress
-  line per action, and prints its final status. The built-in harnesses are in-process (their
-  cluster ends with this process), so ``submit`` always supervises, and plays the scheduler
-  meanwhile: it lets each queued object run and ends each execution (exit 0; with ``--seed S``
-  above 0, each execution fails with exit 1 with a chance of one in three, drawn from S, so a
-  policy can be watched at work). ``--detach`` returns after the submission, for a harness
-  whose cluster outlives the process (one that says ``outlives_process = True``); for the
-  others it is refused.
+  plans and submits a job through the harness's backend (NAME is a ``dispatch.harnesses``
+  entry point name or a ``module:factory`` path, loaded by :mod:`dispatch_core.plugins`), then
+  supervises it until it is idle, one progress line per action, and prints its final status.
+  The built-in harnesses are in-process (their cluster ends with this process), so ``submit``
+  always supervises, and plays the scheduler meanwhile: it lets each queued object run and
+  ends each execution (exit 0; with ``--seed S`` above 0, each execution fails with exit 1
+  with a chance of one in three, drawn from S, so a policy can be watched at work).
+  ``--detach`` returns after the submission, for a harness whose cluster outlives the process
+  (one that says ``outlives_process = True``); for the others it is refused.
 - ``dispatch status [JOB] [--json]``: the record's jobs as a table (or JSON), read from the
   record alone.
 - ``dispatch supervise --harness NAME``: supervises every unfinished job of the record until
@@ -25,7 +25,6 @@ finished.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import os
 import random
@@ -37,6 +36,7 @@ from typing import Any, Final, NoReturn
 
 from pydantic import ValidationError
 
+from dispatch_core import plugins
 from dispatch_core.errors import DispatchError
 from dispatch_core.model import JobID, JobSpec, Policy, State
 from dispatch_core.record.redact import redact_text
@@ -46,7 +46,6 @@ from dispatch_core.supervise.status import Status, status_of
 from dispatch_core.supervise.supervisor import Supervisor
 from dispatch_core.supervise.view import rebuild
 
-HARNESS_GROUP: Final = "dispatch.harnesses"
 BAD_INPUT: Final = 2
 FAILED: Final = 1
 UNFINISHED: Final = 3
@@ -99,14 +98,16 @@ def open_record(where: str | None) -> RecordStore:
     return SqliteRecordStore(str(path))
 
 
-def load_harness(name: str) -> Any:
-    """The harness registered under ``name`` in the ``dispatch.harnesses`` entry points."""
-    found = [e for e in importlib.metadata.entry_points(group=HARNESS_GROUP) if e.name == name]
-    if not found:
-        known = sorted(e.name for e in importlib.metadata.entry_points(group=HARNESS_GROUP))
-        raise BadInput(f"no harness {name!r}; known: {', '.join(known) or 'none'}")
-    factory = found[0].load()
-    return factory() if callable(factory) else factory
+def load_harness(spec: str) -> Any:
+    """The harness ``spec`` names: a ``dispatch.harnesses`` entry point name, or
+    ``module:factory``."""
+    try:
+        harness = plugins.load(plugins.HARNESS_GROUP, spec, kind="harness")
+    except plugins.PluginError as error:
+        raise BadInput(str(error)) from None
+    if not callable(getattr(harness, "new_backend", None)):
+        raise BadInput(f"{spec!r} gave {type(harness).__name__}, not a harness (no new_backend)")
+    return harness
 
 
 def load_policy(path: str | None) -> Policy | None:
@@ -164,7 +165,9 @@ def parser() -> argparse.ArgumentParser:
         description="Plan and submit CMD through a harness's backend, then supervise it until "
         "idle (in-process harnesses: their cluster ends with this process).",
     )
-    submit.add_argument("--harness", required=True, help="a dispatch.harnesses entry point name")
+    submit.add_argument(
+        "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
+    )
     submit.add_argument("--policy", metavar="FILE", help="the recovery policy, JSON or .toml")
     submit.add_argument("--record", metavar="PATH|DSN", help=record_help)
     submit.add_argument(
@@ -218,7 +221,9 @@ def parser() -> argparse.ArgumentParser:
         help="supervise every unfinished job until idle",
         description="Supervise every unfinished job of the record until idle, with progress.",
     )
-    supervise.add_argument("--harness", required=True, help="a dispatch.harnesses entry point name")
+    supervise.add_argument(
+        "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
+    )
     supervise.add_argument("--record", metavar="PATH|DSN", help=record_help)
     supervise.add_argument("--seed", type=int, default=0, metavar="S", help="as for submit")
     supervise.add_argument(

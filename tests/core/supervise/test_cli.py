@@ -85,11 +85,20 @@ def test_supervise_finishes_what_a_submit_left(tmp_path: Path) -> None:
     assert again.returncode == 0 and "no unfinished jobs" in again.stdout
 
 
+def test_a_harness_given_as_module_factory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    harness = "adapters.memory.testing.harness:memory_slurm"
+    record = str(tmp_path / "r.sqlite")
+    assert cli.main(["submit", "--harness", harness, "--record", record, "--", "true"]) == 0
+    assert "terminal: succeeded" in capsys.readouterr().out
+
+
 def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = dispatch("submit", "--harness", "no-such-harness", "--", "true", home=tmp_path)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
-    assert "no harness 'no-such-harness'" in done.stderr
+    assert "no harness named 'no-such-harness' (known: " in done.stderr
 
 
 @pytest.mark.parametrize(
@@ -120,6 +129,10 @@ def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -
         ["submit", "--harness", "memory-slurm", "--record", "", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--max-steps", "-1", "--", "true"],
         ["supervise", "--harness", "memory-slurm", "--max-steps", "-1"],
+        ["submit", "--harness", ":memory_slurm", "--", "true"],
+        ["submit", "--harness", "no.such.module:harness", "--", "true"],
+        ["submit", "--harness", "adapters.memory.testing.harness:nosuch", "--", "true"],
+        ["submit", "--harness", "os:getcwd", "--", "true"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
