@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import Fault, Probe
+from conformance.suites.clauses import SEED_000
 from dispatch_core import (
     Backend,
     Cause,
@@ -64,7 +65,7 @@ from dispatch_core.record.types import (
 )
 from dispatch_core.supervise import Backoff, Supervisor
 
-SEED_000_RULES: Final = "seed 000, Rule support"
+SEED_000_RULES: Final = f"{SEED_000}, Rule support"
 SEED_004: Final = "seed 004, a runner's definition of done"
 DESIGN_12: Final = "DESIGN §12, the record and the supervisor"
 
