@@ -412,6 +412,11 @@ class MemoryCluster:
         self._pending_faults[f"{kind}:{native_id}"] = kind
         self._record(f"fault armed {kind} on {native_id}")
 
+    def armed_faults(self) -> list[str]:
+        """The kinds of the one-shot faults :meth:`fault` armed that no call has taken yet, in
+        the order they were armed."""
+        return list(self._pending_faults.values())
+
     def take_fault(self, kind: str, native_id: str = "*") -> bool:
         """Consume an armed fault for this call, if any."""
         for key in (f"{kind}:{native_id}", f"{kind}:*"):
@@ -560,6 +565,11 @@ class MemoryCluster:
         """The scheduler acknowledges the next cancel of ``native_id`` but does not end it."""
         self._ignore_cancel.add(native_id)
         self._record(f"fault armed ignore-cancel on {native_id}")
+
+    def ignored_cancels(self) -> list[str]:
+        """The native ids whose next cancel :meth:`ignore_next_cancel` armed to be ignored and
+        no cancel has met yet, by id."""
+        return sorted(self._ignore_cancel)
 
     def hold_value(self, job: Job, hold: int) -> None:
         """Write a hold as this shape's scheduler stores it."""

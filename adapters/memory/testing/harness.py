@@ -393,7 +393,7 @@ class MemoryFaults(FaultInjector):
     def unfired(self) -> list[str]:
         # The cluster's armed one-shot faults, as "<kind>:<native id>" (the memory cluster's
         # own bookkeeping: armed here, consumed by the adapter's calls into the cluster).
-        armed = [key.partition(":")[0] for key in self.cluster._pending_faults]
+        armed = self.cluster.armed_faults()
         named = []
         for kind in armed:
             for prefix, need in (
@@ -402,7 +402,7 @@ class MemoryFaults(FaultInjector):
             ):
                 if kind.startswith(prefix):
                     named.append(f"{need}({kind.removeprefix(prefix)})")
-        named += ["ignore_next_stop" for _ in self.cluster._ignore_cancel]
+        named += ["ignore_next_stop" for _ in self.cluster.ignored_cancels()]
         named += ["fail_between_steps(requeue)" for kind in armed if kind == "crash-requeue"]
         for hook in ("timed_out", "lost_reply"):
             vanish = vars(self.cluster).get(hook)
