@@ -332,7 +332,7 @@ class SlurmBackend:
         shown = {(line.job_id, line.submit) for line in live}
         live_ids = {line.job_id: line for line in live}
         observations = [self._observe(line) for line in live]
-        for line in _latest_incarnations(rows):
+        for line in latest_incarnations(rows):
             current = live_ids.get(line.job_id)
             if (line.job_id, line.submit) in shown:
                 continue
@@ -351,7 +351,7 @@ class SlurmBackend:
         rows = self._accounted(ref.uid, ref.submit_epoch - 1) or []
         mine = [
             r
-            for r in _latest_incarnations(rows)
+            for r in latest_incarnations(rows)
             if str(r.job_id) == ref.id and r.submit >= ref.submit_epoch
         ]
         if not mine:
@@ -597,7 +597,7 @@ def _require_identity(line: JobLine, ref: ObjectRef, cluster: str) -> None:
         raise NotFound(f"{cluster}: job {ref.id} is not the ref's: {mismatch}")
 
 
-def _latest_incarnations(rows: list[JobLine]) -> list[JobLine]:
+def latest_incarnations(rows: list[JobLine]) -> list[JobLine]:
     """One row per Slurm job object: the newest incarnation, following REQUEUED rows."""
     latest: dict[int, list[JobLine]] = {}
     for row in rows:

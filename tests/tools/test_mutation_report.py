@@ -30,7 +30,7 @@ from tools.mutation.report import (
 BACKEND = "adapters/slurm/backend.py"
 CLUSTER = "adapters/memory/cluster.py"
 HOLD = "adapters.slurm.backend.xǁSlurmBackendǁhold__mutmut_{}"
-LATEST = "adapters.slurm.backend.x__latest_incarnations__mutmut_{}"
+LATEST = "adapters.slurm.backend.x_latest_incarnations__mutmut_{}"
 COMMAND = "adapters.slurm.backend.xǁSlurmBackendǁcommand__mutmut_{}"
 TICK = "adapters.memory.cluster.xǁMemoryClusterǁtick__mutmut_{}"
 
@@ -88,7 +88,7 @@ reason = "a longer step only changes the pacing of the read-back within the same
 
 [[equivalent]]
 module = "adapters.slurm.backend"
-function = "_latest_incarnations"
+function = "latest_incarnations"
 removed = "latest = {}"
 added = "latest = None"
 reason = "listed wrongly: the fixture's report must say it was killed"
@@ -117,7 +117,7 @@ def report(tmp_path: Path) -> Report:
 
 def test_names_split_into_module_and_function() -> None:
     assert split_name(HOLD.format(12)) == ("adapters.slurm.backend", "SlurmBackend.hold")
-    assert split_name(LATEST.format(3)) == ("adapters.slurm.backend", "_latest_incarnations")
+    assert split_name(LATEST.format(3)) == ("adapters.slurm.backend", "latest_incarnations")
     assert split_name("adapters.slurm.identity.x_decode_hold__mutmut_7") == (
         "adapters.slurm.identity",
         "decode_hold",
@@ -195,7 +195,7 @@ def test_a_survivor_changing_only_text_is_listed_apart_and_not_counted(report: R
 def test_equivalents_match_by_module_function_and_lines(report: Report) -> None:
     assert list(report.equivalent_of) == [HOLD.format(3)]
     [(entry, killed)] = report.detected_but_listed
-    assert killed.name == LATEST.format(1) and entry.function == "_latest_incarnations"
+    assert killed.name == LATEST.format(1) and entry.function == "latest_incarnations"
     assert [e.function for e in report.unmatched] == ["SlurmBackend.stop"]
 
 

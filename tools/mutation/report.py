@@ -77,7 +77,7 @@ _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
         "SlurmBackend._named": "find",
         "SlurmBackend._accounted": "find",
         "SlurmBackend._observe": "find",
-        "_latest_incarnations": "find",
+        "latest_incarnations": "find",
         "SlurmBackend.hold": "hold",
         "SlurmBackend.release": "hold",
         "SlurmBackend._update": "hold",

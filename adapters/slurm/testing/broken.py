@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from adapters.slurm import SlurmBackend
-from adapters.slurm.backend import _latest_incarnations
+from adapters.slurm.backend import latest_incarnations
 from adapters.slurm.identity import HoldBase, decode_hold
 from adapters.slurm.parse import JobLine
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
@@ -138,7 +138,7 @@ class _FindHooks(SlurmBackend):
     an earlier incarnation of a job squeue still shows."""
 
     def incarnations(self, rows: list[JobLine]) -> list[JobLine]:
-        return _latest_incarnations(rows)
+        return latest_incarnations(rows)
 
     def earlier(self, current: JobLine | None, line: JobLine) -> bool:
         return current is not None and current.submit >= line.submit and bool(current.restart_count)
