@@ -29,7 +29,7 @@ from adapters.kubeflow.admission import ReadmissionGate
 from adapters.kubeflow.kube import TRAINER
 from adapters.kubeflow.runtimes import Runtime
 from adapters.kubeflow.testing.sim import KubeflowSimHarness
-from dispatch_core import JobID, JobSpec, ObjectRef, Observation
+from dispatch_core import JobID, JobSpec, ObjectRef, Observation, Plan
 
 # -- the broken gate -------------------------------------------------------------------------
 
@@ -161,6 +161,19 @@ class ReleaseKeepsExecution(KubeflowBackend):
         self._update(ref, obj, change, landed, lambda now: None, what)
 
 
+class EnvUnescaped(KubeflowBackend):
+    """The spec's env values go into the TrainJob as they are, with no ``$`` doubled: the API
+    server's env expansion then turns ``$$`` into ``$`` and ``$(NAME)`` into NAME's value, so a
+    rank sees another value than the spec's."""
+
+    def trainjob(self, plan: Plan, submission: int, attempt: int) -> JSON:
+        body = super().trainjob(plan, submission, attempt)
+        for entry in body["spec"]["trainer"]["env"]:
+            if entry.get("name") in plan.spec.env:
+                entry["value"] = plan.spec.env[entry["name"]]
+        return body
+
+
 class ReadIgnoresOffset(KubeflowBackend):
     """read_output returns rank 0's whole log whatever the offset: a reader that follows by
     offsets reads everything again each time."""
@@ -235,6 +248,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         HoldIgnoresResourceVersion,
         only=("HOLD-008", "HOLD-009", "HOLD-012", "STATE-001", "STATE-002", "STATE-006"),
     ),
+    Broken("env_unescaped", _doc(EnvUnescaped), EnvUnescaped, only=("SAFE-001",)),
     Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
     Broken("follow_from_the_end", _doc(FollowFromTheEnd), FollowFromTheEnd, only=("CAP-021",)),
     Broken(
@@ -263,6 +277,7 @@ gate_ready_before_write = _factory("gate_ready_before_write")
 find_by_name_prefix = _factory("find_by_name_prefix")
 stock_runtime_unflagged = _factory("stock_runtime_unflagged")
 hold_ignores_resource_version = _factory("hold_ignores_resource_version")
+env_unescaped = _factory("env_unescaped")
 read_ignores_offset = _factory("read_ignores_offset")
 follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
@@ -272,6 +287,7 @@ __all__ = [
     "CATALOGUE",
     "Broken",
     "DeleteWithoutUid",
+    "EnvUnescaped",
     "FindByNamePrefix",
     "FollowFromTheEnd",
     "HoldIgnoresResourceVersion",
