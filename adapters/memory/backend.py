@@ -161,6 +161,12 @@ class MemoryBackend:
     def clock(self) -> Clock:
         return self.cluster.clock
 
+    @property
+    def init_options(self) -> dict[str, Any]:
+        """The options this instance was made with, but its cluster (a copy): ``type(b)(
+        **b.init_options, cluster=b.cluster)`` is a like instance on the same cluster."""
+        return dict(self._init)
+
     def reopen(self) -> MemoryBackend:
         """A second adapter instance on the same cluster, as after a process restart."""
         return MemoryBackend(**self._init, cluster=self.cluster)  # type: ignore[arg-type]

@@ -605,8 +605,7 @@ class BrokenHarness(MemoryHarness):
         return self.broken.backend("slurm", cluster=cluster)
 
     def reopen(self, backend: MemoryBackend) -> MemoryBackend:
-        init: dict[str, Any] = dict(backend._init)
-        return type(backend)(**init, cluster=backend.cluster)
+        return type(backend)(**backend.init_options, cluster=backend.cluster)
 
 
 CATALOGUE: Final[Sequence[Broken]] = (
