@@ -68,8 +68,7 @@ from conformance.harness import (
 )
 from dispatch_core import Clock, JobID, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
-from simulators.kubernetes.controllers.kubelet import Kubelet, starts
-from simulators.kubernetes.controllers.kubelet import _state as kubelet_state
+from simulators.kubernetes.controllers.kubelet import Kubelet, end_containers, starts
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import JOBSETS, PODS, TRAINJOBS, WORKLOADS
 from simulators.kubernetes.server import Server
@@ -294,7 +293,7 @@ class SimCluster:
         self.clients: list[client.ApiClient] = []
         self.gate: ReadmissionGate | None = None
         if kueue:
-            self.gate = ReadmissionGate(self._plain(), namespace=None, clock=self.sim.clock)
+            self.gate = ReadmissionGate(self.plain_client(), namespace=None, clock=self.sim.clock)
         self.kubelet = next(c for c in self.sim.controllers if isinstance(c, Kubelet))
         self.serial = itertools.count(1)
 
@@ -309,7 +308,8 @@ class SimCluster:
             self._configuration = configuration
         return copy.deepcopy(self._configuration)
 
-    def _plain(self) -> client.ApiClient:
+    def plain_client(self) -> client.ApiClient:
+        """An ApiClient with no call faults (the gate's, the harness's own reads)."""
         made = client.ApiClient(self.configuration())
         self.clients.append(made)
         return made
@@ -530,27 +530,13 @@ class SimFaults(FaultInjector):
         """Every running container of the object ends now with ``exit_code``; the end then
         travels up (Job, JobSet, TrainJob) in virtual time."""
         trainjob = self._let_run(ref)
-        now = self.sim.clock.now()
         with self.sim.lock:
-            runtimes = kubelet_state(self.sim.cluster)
             for pod in self.cluster.pods(trainjob):
-                runtime = runtimes.get(str(pod["metadata"]["uid"]))
-                if runtime is None:
-                    continue
-                for container in runtime.containers:
-                    run = container.current
-                    if run is None or run.ended is not None:
-                        continue
-                    container.behaviour = dataclasses.replace(
-                        container.behaviour,
-                        run_seconds=now - run.started,
-                        exit_codes=(exit_code,),
-                        oom_after=None,
+                if end_containers(self.sim.cluster, pod, exit_code):
+                    metadata = pod["metadata"]
+                    self.sim.runner.enqueue(
+                        self.kubelet, (str(metadata["namespace"]), str(metadata["name"]))
                     )
-                metadata = pod["metadata"]
-                self.sim.runner.enqueue(
-                    self.kubelet, (str(metadata["namespace"]), str(metadata["name"]))
-                )
             self.sim.runner.settle()
         self._until(ref, lambda tj: self.cluster.finished(tj), "end")
 
@@ -963,7 +949,7 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
     def new_backend(self) -> KubeflowBackend:
         cluster = SimCluster(self.kueue, next(self.seeds))
         if cluster.gate is not None and self.gate_type is not ReadmissionGate:
-            cluster.gate = self.gate_type(cluster._plain(), clock=cluster.sim.clock)
+            cluster.gate = self.gate_type(cluster.plain_client(), clock=cluster.sim.clock)
         self.made.append(cluster)
         return self._backend(cluster)
 

@@ -31,6 +31,7 @@ stay Terminating, as on a real cluster until the node object goes).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -819,6 +820,28 @@ def evict_pod(cluster: Cluster, namespace: str, name: str, reason: str = "Evicte
     kubelet = Kubelet(cluster)
     kubelet._write(_pod_or_fail(cluster, namespace, name), runtime, now)
     return f"pod {namespace}/{name} evicted"
+
+
+def end_containers(cluster: Cluster, pod: JSON, exit_code: int) -> bool:
+    """Every running container of ``pod`` ends now with ``exit_code``, as if its process exited
+    (its behaviour's run is cut to now; the kubelet writes the end when it next reconciles the
+    pod, which the caller enqueues). False when none of them runs."""
+    runtime = _state(cluster).get(str(meta(pod).get("uid", "")))
+    if runtime is None:
+        return False
+    now, ended = cluster.now(), False
+    for container in runtime.containers:
+        run = container.current
+        if run is None or run.ended is not None:
+            continue
+        container.behaviour = dataclasses.replace(
+            container.behaviour,
+            run_seconds=now - run.started,
+            exit_codes=(exit_code,),
+            oom_after=None,
+        )
+        ended = True
+    return ended
 
 
 def oom_kill(cluster: Cluster, namespace: str, name: str, container: str | None = None) -> str:
