@@ -358,6 +358,7 @@ class GuardedHarness(Harness[Backend]):
         self.schedule_within = inner.schedule_within
         self.stateful_examples = inner.stateful_examples
         self.stateful_steps = inner.stateful_steps
+        self.crash_points = inner.crash_points
 
     def __getattr__(self, name: str) -> Any:
         # Attributes of the harness's own (not the contract's) read through.

@@ -524,6 +524,10 @@ class Harness(ABC, Generic[B]):
     harness whose every step takes real seconds lowers it, and says so in its docs."""
     stateful_steps: int | None = None
     """How many steps each generated program takes at most (None: the suite's own number)."""
+    crash_points: int | None = None
+    """How many of CORE-009's crash points (each a scenario and a lease expiry) it tries,
+    chosen by the run's seed (None: every one); a harness whose every step takes real seconds
+    lowers it, and says so in its docs."""
 
     def lacks(self, need: str) -> str | None:
         """Why this harness cannot provide ``need`` (a fault or a probe), or None when it can.

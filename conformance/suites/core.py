@@ -24,7 +24,7 @@ by default) lets the project's tests run the suite against a deliberately broken
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Final
 
@@ -636,13 +636,16 @@ def cancel_stops_every_live_object(ctx: Context) -> None:
         )
 
 
-def crash_points(ctx: Context) -> Iterator[tuple[int, bool]]:
-    """Every write of the scenario, crashed before and after it took effect."""
+def crash_points(ctx: Context) -> list[tuple[int, bool]]:
+    """Every write of the scenario, crashed before and after it took effect (or as many of
+    them as the harness allows, chosen by the run's seed)."""
     crashing = Crashing()
     scenario(ctx, crashing)
-    for at in range(1, crashing.count + 1):
-        yield at, True
-        yield at, False
+    every = [(at, before) for at in range(1, crashing.count + 1) for before in (True, False)]
+    allowed = ctx.harness.crash_points
+    if allowed is None or allowed >= len(every):
+        return every
+    return sorted(ctx.rng.sample(every, max(allowed, 1)))
 
 
 def scenario(ctx: Context, crashing: Crashing) -> Run:
@@ -680,7 +683,7 @@ def crash_at_every_write_then_recovery(ctx: Context) -> None:
     The crash comes before or after each write of a scenario (a failure, its resubmission,
     a success) in turn; a new supervisor (another owner) recovers over the same store, through
     a reopened backend, once the lease has expired."""
-    for at, before in list(crash_points(ctx)):
+    for at, before in crash_points(ctx):
         crashing = Crashing(at, before=before)
         where = f"a crash {'before' if before else 'after'} write {at}"
         try:

@@ -148,3 +148,25 @@ def test_each_check_fails_on_its_broken_supervisor_and_passes_on_the_real_one(
 def test_escalate_is_judged_by_the_record() -> None:
     assert result("CORE-004", harness(None)).outcome is Outcome.PASSED
     assert result("CORE-004", harness(ResubmitsInstead)).outcome is Outcome.FAILED
+
+
+class Counting(MemoryHarness):
+    """The memory harness, counting the backends CORE-009 makes (one per scenario)."""
+
+    def __init__(self, crash_points: int | None) -> None:
+        super().__init__("slurm")
+        self.crash_points = crash_points
+        self.made = 0
+
+    def new_backend(self) -> MemoryBackend:
+        self.made += 1
+        return super().new_backend()
+
+
+def test_core_009_tries_as_many_crash_points_as_the_harness_allows() -> None:
+    every = Counting(None)
+    assert result("CORE-009", every).outcome is Outcome.PASSED
+    assert every.made >= 5  # the scenario once, then one per crash point (before, after)
+    two = Counting(2)
+    assert result("CORE-009", two).outcome is Outcome.PASSED
+    assert two.made < every.made / 4  # two scenarios of the crash points, not every one

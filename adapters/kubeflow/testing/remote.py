@@ -78,6 +78,7 @@ class KubeflowRemoteHarness(Harness[KubeflowBackend]):
     schedule_within = 120.0
     stateful_examples = 2
     stateful_steps = 5
+    crash_points = 2
 
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self.settings = _settings(os.environ if environ is None else environ)

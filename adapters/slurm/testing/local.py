@@ -490,8 +490,10 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
     schedule_within = 10.0  # a release or a submission triggers a scheduler pass at once
     stateful_examples = 2
     stateful_steps = 5
+    crash_points = 2
     # A real cluster's steps take real seconds (a requeued job waits cred_expire + 1 s, a
-    # purge up to MinJobAge + 10 s): a few short programs per stateful check.
+    # purge up to MinJobAge + 10 s): a few short programs per stateful check, and two of
+    # CORE-009's crash points (each a scenario on the cluster and a 31 s lease expiry).
 
     def __init__(
         self,
