@@ -36,7 +36,7 @@ from adapters.slurm.testing.lookalikes import (
     UNPARSABLE_COMMENTS,
     sibling,
 )
-from adapters.slurm.testing.sim import SimFaults, SlurmSimHarness
+from adapters.slurm.testing.sim import NO_RECREATE, SimFaults, SlurmSimHarness
 from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
 from conformance.harness import (
@@ -448,20 +448,19 @@ def test_the_slurm_identity_model(name: str) -> None:
     )
 
 
-def test_the_simulated_clusters_offer_every_fault_and_probe_but_one() -> None:
+def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> None:
     known = set(fault_needs()) | {p.value for p in Probe}
     for job_comment in (True, False):
         harness = SlurmSimHarness(job_comment=job_comment)
         assert harness.offers <= known
         lacking = {need: harness.lacks(need) for need in sorted(known) if harness.lacks(need)}
+        expected = {"recreate": NO_RECREATE}  # slurmctld hands out every job id itself
         if job_comment:
-            assert lacking == {
-                "lose_identity_history": "harness cannot inject lose_identity_history (this "
-                "cluster's accounting keeps comments, AccountingStoreFlags=job_comment; "
-                "slurm-sim-nocomment has none)"
-            }
-        else:
-            assert lacking == {}
+            expected["lose_identity_history"] = (
+                "harness cannot inject lose_identity_history (this cluster's accounting keeps "
+                "comments, AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
+            )
+        assert lacking == expected
 
 
 def test_slurm_local_lacks_what_a_real_cluster_cannot_do_and_nothing_without_one(
@@ -616,8 +615,8 @@ def test_scratch_is_the_login_directory_and_goes_with_the_cluster() -> None:
 SIM_HARNESSES = ("slurm-sim", "slurm-sim-nocomment")
 CANNOT = {
     # The faults and probes each harness cannot provide, by design (the skip it must give).
-    "slurm-sim": ("lose_identity_history",),
-    "slurm-sim-nocomment": (),
+    "slurm-sim": ("lose_identity_history", "recreate"),
+    "slurm-sim-nocomment": ("recreate",),
 }
 KNOWN: dict[tuple[str, str], str] = {}
 """(check id, harness) -> the open adapter or simulator bug that makes it fail there."""
