@@ -31,8 +31,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict dispatch_core adapters simulators conformance tools
 
+# The project's tests on every core (pytest-xdist), but those that drive the real Slurm
+# (marker slurm_real: they need a quiet cluster and its id counter), which run after, alone.
 unit: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto -m "not slurm_real"
+	$(BIN)/python -m pytest -m slurm_real
 
 # The conformance suites against the real Slurm on this machine (ci/slurm-up.sh starts one):
 # without one every check is skipped with the reason, except under CI=true, where they fail.
