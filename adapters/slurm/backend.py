@@ -63,6 +63,10 @@ from dispatch_core import (
 from dispatch_core.clock import pause
 
 ENV: Final = ("env", "SLURM_TIME_FORMAT=%s", "TZ=UTC", "LC_ALL=C")
+FINISHED_STAYS: Final = (
+    "Slurm requeues no finished job of the adapter's (sbatch --no-requeue, and scontrol update "
+    "refuses a finished job: 'Job has already finished')"
+)
 _ENDED: Final = frozenset(
     {
         "COMPLETED",
@@ -177,7 +181,8 @@ class SlurmBackend:
             RuleKind.RESUBMIT: Support.yes("a new sbatch of the same job"),
             RuleKind.HOLD: Support.yes("a numbered hold"),
             RuleKind.ESCALATE: Support.yes("reported to the supervisor"),
-            RuleKind.REQUEUE: self.capabilities(None)[Capability.NATIVE_REQUEUE],
+            # A requeue rule answers a failure, and a failed job has finished: see FINISHED_STAYS.
+            RuleKind.REQUEUE: Support.no(f"a failed job has finished, and {FINISHED_STAYS}"),
             RuleKind.RESTART: Support.no("Slurm has no in-place restart"),
         }
         return [RuleSupport(perform=answers[rule.kind]) for rule in policy.rules]
@@ -498,6 +503,8 @@ class SlurmBackend:
                 raise Rejected(f"{self.name}: job {ref.id} started before the {op} landed")
             if _INVALID_ID in text:
                 raise NotFound(f"{self.name}: job {ref.id} left squeue before the {op}")
+            if "already finished" in text:
+                raise Rejected(f"{self.name}: job {ref.id} ended before the {op} landed")
             raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed: {text}")
 
     # -- Requeuer ----------------------------------------------------------------------------------
@@ -508,6 +515,8 @@ class SlurmBackend:
         line = self._checked(ref)
         if line.state in ("PENDING", "SPECIAL_EXIT"):
             raise Rejected(f"{self.name}: job {ref.id} is pending; only a started job is requeued")
+        if line.state in _ENDED:
+            raise Rejected(f"{self.name}: job {ref.id} is {line.state}: {FINISHED_STAYS}")
         self._update(ref, "Requeue=1", "requeue")
         try:
             done = self.command("requeue", ["scontrol", "requeue", ref.id])

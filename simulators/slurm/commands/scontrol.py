@@ -829,8 +829,10 @@ def _with(setter: Callable[[Job, T], None], value: T) -> Callable[[Job], None]:
 
 
 def _precheck(job: Job, changes: list[str]) -> None:
-    """One update RPC either lands whole or not at all."""
+    """One update RPC either lands whole or not at all. A finished job takes no change at all
+    (22.05 ``_update_job``: ``IS_JOB_FINISHED`` is ESLURM_JOB_FINISHED before any field is
+    looked at; a real Slurm answers ``Requeue=1`` on a finished job so, transcript of stop 23)."""
+    if job.state.finished:
+        raise SlurmError(ALREADY_DONE)
     if "begin" in changes and job.state is not JobState.PENDING:
         raise SlurmError(NOT_PENDING)
-    if ("comment" in changes or "name" in changes) and job.state.finished:
-        raise SlurmError(ALREADY_DONE)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from dispatch_core import Cause, JobSpec, Policy, Rule, RuleKind, State
+from dispatch_core import Cause, DispatchError, JobSpec, Policy, Rule, RuleKind, State
 from dispatch_core.record import IntentRecord, TerminalRecord
 from dispatch_core.record.types import Action
 
@@ -82,9 +82,21 @@ def test_resubmit_is_n_plus_one_and_a_plus_one_after_its_backoff(world: World) -
     assert world.submissions(job) == [1, 2, 3]
 
 
-@pytest.mark.parametrize("name", ["memory-slurm", "slurm-sim"])
+def test_slurm_refuses_a_requeue_rule_a_finished_job_could_not_honour(
+    make_world: Callable[..., World],
+) -> None:
+    """Real Slurm 22.05 requeues no finished job submitted with --no-requeue, and refuses
+    Requeue=1 on one ('Job has already finished'): a requeue rule, which answers a failure,
+    is refused at submit, before anything is recorded or made."""
+    world = make_world("slurm-sim")
+    sup = world.supervisor()
+    with pytest.raises(DispatchError, match="a failed job has finished"):
+        sup.submit(SPEC, Policy(rules=(Rule(kind=RuleKind.REQUEUE, budget=1),)))
+
+
+@pytest.mark.parametrize("name", ["memory-slurm"])
 def test_requeue_reruns_the_same_object(make_world: Callable[..., World], name: str) -> None:
-    config = {"rules": {RuleKind.REQUEUE: "yes"}} if name.startswith("memory") else {}
+    config = {"rules": {RuleKind.REQUEUE: "yes"}}
     world = make_world(name, **config)
     sup = world.supervisor()
     job = sup.submit(SPEC, Policy(rules=(Rule(kind=RuleKind.REQUEUE, budget=1),)))
