@@ -44,6 +44,7 @@ from dispatch_core import (
     ObjectRef,
     Observation,
     OutcomeUnknown,
+    Plan,
     Policy,
     Requeuer,
     Rule,
@@ -135,14 +136,25 @@ class _Wrapped:
 
 class LaunchFailing:
     """The backend, except that the objects :meth:`fail_launch` was told of read as ended
-    before their execution started (``failed``, ``launch_failed``)."""
+    before their execution started (``failed``, ``launch_failed``), and so do the first
+    ``launches`` objects it starts: each is stopped as soon as it is made, before anyone
+    observed it (so a real scheduler, which may start an object within a second, cannot run
+    it first and make its end a failure of a started execution)."""
 
-    def __init__(self, inner: Backend) -> None:
+    def __init__(self, inner: Backend, launches: int = 0) -> None:
         self._inner = inner
         self.failed: set[tuple[str, str]] = set()
+        self.launches = launches
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        ref = self._inner.start(plan, submission, attempt)
+        if self.launches > 0:
+            self.launches -= 1
+            self.fail_launch(ref)
+        return ref
 
     def fail_launch(self, ref: ObjectRef) -> None:
         """The object's launch fails: it is stopped on the scheduler, and reads as such."""
@@ -536,18 +548,13 @@ def launch_retries_keep_the_attempt(ctx: Context) -> None:
     """A failure before the execution started spends a launch retry (N+1, same A), not a rule.
 
     Once the launch retries are spent, the job fails with the launch cause."""
-    wrapped = LaunchFailing(ctx.backend)
+    wrapped = LaunchFailing(ctx.backend, launches=3)
     run = Run(ctx, launch_retries=2)
     run.sup = run.supervisor(wrapped, run.store)
     job = run.submit(Policy(rules=(Rule(kind=RuleKind.RESUBMIT, budget=3),)))
     for _ in range(MAX_STEPS):
         if run.terminal(job):
             break
-        ref = run.current(job)
-        if ref is not None and (ref.uid, ref.id) not in wrapped.failed:
-            seen = run.raw.open(ref)
-            if not seen.state.ended:
-                wrapped.fail_launch(ref)
         run.count(job)
         if run.sup.step() == 0:
             pause(run.clock, 5.0)
