@@ -4,13 +4,17 @@ testing runs here."""
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
 import pytest
 
+from tools.mutation.cli import _functions, mutmut_config
 from tools.mutation.plugin import selected_items
 from tools.mutation.report import (
+    _BY_FUNCTION,
+    _WHOLE_MODULE,
     KILLED,
     NO_TESTS,
     NOT_CHECKED,
@@ -157,6 +161,25 @@ def test_functions_map_to_the_goal_areas() -> None:
     assert area_of("adapters.slurm.backend", "SlurmBackend.command") is None
     assert area_of("adapters.slurm.parse", "parse_squeue") is None
     assert area_of("adapters.memory.cluster", "MemoryCluster.requeue") is None
+    assert area_of("adapters.kubeflow.names", "parse_identity") == "identity"
+    assert area_of("adapters.kubeflow.backend", "KubeflowBackend._read") == "identity"
+    assert area_of("adapters.kubeflow.backend", "KubeflowBackend._workload_active") == "hold"
+    assert area_of("adapters.kubeflow.backend", "KubeflowBackend.trainjob") == "batch-script"
+    assert area_of("adapters.kubeflow.backend", "KubeflowBackend.preflight") is None
+
+
+def test_every_function_an_area_names_exists_in_a_mutated_module() -> None:
+    """A renamed function would leave its mutants outside every goal area, silently."""
+    mutated = {
+        path.removesuffix(".py").replace("/", ".") for path in mutmut_config()["only_mutate"]
+    }
+    for module, functions in _BY_FUNCTION.items():
+        assert module in mutated, module
+        source = Path(module.replace(".", "/") + ".py").read_text("utf-8")
+        defined = set(_functions(ast.parse(source).body))
+        assert set(functions) <= defined, (module, sorted(set(functions) - defined))
+    for module in _WHOLE_MODULE:
+        assert module in mutated, module
 
 
 def test_figures_per_module_leave_equivalents_and_unrun_mutants_out(report: Report) -> None:

@@ -64,6 +64,11 @@ _WHOLE_MODULE: Final[Mapping[str, str]] = {
     "adapters.slurm.identity": "identity",
     "adapters.memory.kube": "identity",
     "adapters.slurm.script": "batch-script",
+    # the TrainJob's name, identity labels and annotations and their strict parser
+    "adapters.kubeflow.names": "identity",
+    # what every rank sees: the DISPATCH_ variables and the execution id they are made from
+    "adapters.kubeflow.env": "identity",
+    "adapters.kubeflow.holds": "hold",
 }
 _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
     "adapters.slurm.backend": {
@@ -101,6 +106,34 @@ _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
         "MemoryBackend.stop": "stop",
         "MemoryBackend.requeue": "requeue",
         "MemoryBackend.start": "start",
+    },
+    "adapters.kubeflow.backend": {
+        # identity: the check every write and read-back makes (uid and creationTimestamp)
+        "KubeflowBackend._ref": "identity",
+        "KubeflowBackend._where": "identity",
+        "KubeflowBackend._read": "identity",
+        "KubeflowBackend._mine": "identity",
+        "KubeflowBackend.find": "find",
+        "KubeflowBackend.open": "find",
+        "KubeflowBackend._observe": "find",
+        "KubeflowBackend._restarts": "find",
+        "KubeflowBackend._workload": "find",
+        "_active": "find",
+        "_evictions": "find",
+        "KubeflowBackend.hold": "hold",
+        "KubeflowBackend.release": "hold",
+        "KubeflowBackend._update": "hold",
+        "KubeflowBackend._workload_active": "hold",
+        "KubeflowBackend._resume": "hold",
+        "KubeflowBackend.stop": "stop",
+        "KubeflowBackend._delete": "stop",
+        "KubeflowBackend._wait": "stop",
+        "KubeflowBackend.requeue": "requeue",
+        "KubeflowBackend._drop_finished_jobset": "requeue",
+        "KubeflowBackend.start": "start",
+        "KubeflowBackend._adopt": "start",
+        # the manifest start sends: Kubeflow's counterpart of the batch script
+        "KubeflowBackend.trainjob": "batch-script",
     },
 }
 
