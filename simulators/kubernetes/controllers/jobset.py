@@ -224,6 +224,9 @@ class JobSetController(Controller):
         children = self._children(js)
         statuses = self._statuses(js, children)
         status = js.setdefault("status", {})
+        # J1 JobSetStatus.Restarts is `json:"restarts"` (no omitempty): 0 is written, and
+        # kubectl's RESTARTS column shows it
+        status.setdefault("restarts", 0)
         status["replicatedJobsStatus"] = statuses
         wake: float | None = None
         if _finished(js):

@@ -368,3 +368,26 @@ def test_readyz_verbose_lists_its_checks(base: list[str]) -> None:
         "readyz check passed",
     ]
     assert ok(base, "get", "--raw", "/livez") == "ok"
+
+
+def test_a_jobset_that_never_restarted_prints_restarts_0(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    """Before: the RESTARTS column was empty until the first restart (status.restarts left out);
+    JobSet v0.12.0 JobSetStatus.Restarts is ``json:"restarts"`` without omitempty [J1]."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(TRAINJOB.format(name="norestart", namespace="default", seconds=30))
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(3)
+    table = ok(base, "get", "jobset", "norestart").splitlines()
+    assert table[0].split() == [
+        "NAME",
+        "TERMINALSTATE",
+        "RESTARTS",
+        "COMPLETED",
+        "SUSPENDED",
+        "AGE",
+    ]
+    assert table[1].split()[:3] == ["norestart", "0", "false"]
+    assert ok(base, "get", "jobset", "norestart", "-o", "jsonpath={.status.restarts}") == "0"
+    ok(base, "delete", "-f", str(manifest))
