@@ -91,6 +91,7 @@ EVICTED: Final = "Evicted"
 PREEMPTED: Final = "Preempted"
 REQUEUED: Final = "Requeued"
 FINISHED: Final = "Finished"
+OWNER_NOT_FOUND: Final = "OwnerNotFound"
 DEACTIVATION_TARGET: Final = "DeactivationTarget"
 PENDING_EVALUATION: Final = "PendingEvaluation"
 WAITING_FOR_QUOTA: Final = "WaitingForQuota"
@@ -828,6 +829,17 @@ class WorkloadController(_Retrying):
         if wl is None or meta(wl).get("deletionTimestamp") or is_finished(wl):
             return None
         now = self.cluster.now()
+        if not meta(wl).get("ownerReferences") and labels_of(wl).get(JOB_UID_LABEL):
+            # isOrphanedWorkload + FinalizeOrphanedWorkload (FinishOrphanedWorkloads, beta, on
+            # since v0.18): its job was deleted with propagationPolicy Orphan; the quota is freed
+            write_workload_status(
+                self.store,
+                wl,
+                lambda o: set_condition(
+                    o, FINISHED, True, OWNER_NOT_FOUND, "The workload's owner no longer exists", now
+                ),
+            )
+            return None
         if is_active(wl):
             if is_true(wl, DEACTIVATION_TARGET):
 

@@ -391,3 +391,46 @@ def test_a_jobset_that_never_restarted_prints_restarts_0(
     assert table[1].split()[:3] == ["norestart", "0", "false"]
     assert ok(base, "get", "jobset", "norestart", "-o", "jsonpath={.status.restarts}") == "0"
     ok(base, "delete", "-f", str(manifest))
+
+
+QUEUED_TRAINJOB = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata:
+  name: {name}
+  labels:
+    kueue.x-k8s.io/queue-name: user-queue
+spec:
+  runtimeRef:
+    name: torch-distributed
+  trainer:
+    numNodes: 1
+    image: busybox
+    env:
+    - name: KUBE_SIM_RUN_SECONDS
+      value: "forever"
+"""
+
+
+def test_orphan_delete_of_a_queued_trainjob_finishes_its_workload(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    """Before: the orphaned Workload stayed admitted and held its quota for ever. Kueue at the
+    pin finishes it (FinishOrphanedWorkloads, beta, on): workload.go FinalizeOrphanedWorkload."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(QUEUED_TRAINJOB.format(name="orphaner"))
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(3)
+    uid = ok(base, "get", "trainjob", "orphaner", "-o", "jsonpath={.metadata.uid}")
+    selector = f"kueue.x-k8s.io/job-uid={uid}"
+    jsonpath = "jsonpath={.items[0].status.conditions[?(@.type=='Admitted')].status}"
+    assert ok(base, "get", "workloads", "-l", selector, "-o", jsonpath) == "True"
+    ok(base, "delete", "trainjob", "orphaner", "--cascade=orphan")
+    sim.advance(1)
+    finished = "{.items[0].status.conditions[?(@.type=='Finished')]}"
+    got = ok(base, "get", "workloads", "-l", selector, "-o", f"jsonpath={finished}")
+    assert '"reason":"OwnerNotFound"' in got
+    assert '"message":"The workload\'s owner no longer exists"' in got
+    assert '"status":"True"' in got
+    ok(base, "delete", "jobset", "orphaner")
+    ok(base, "delete", "workloads", "-l", selector)
