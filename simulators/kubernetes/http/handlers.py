@@ -89,6 +89,27 @@ def dump(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
 
 
+RETURN_DELETED_OBJECT: Final = frozenset({("", "pods"), ("", "services")})
+"""Registries with ``ReturnDeletedObject: true`` among the kinds served (pkg/registry/core/pod
+and core/service storage.go): their immediate delete answers the object, not a Status."""
+
+
+def deleted_status(r: ResourceType, obj: JSON) -> JSON:
+    """``finalizeDelete``'s answer: Success, details name, group, kind (the resource), uid."""
+    details: JSON = {"name": meta(obj).get("name", "")}
+    if r.group:
+        details["group"] = r.group
+    details["kind"] = r.plural
+    details["uid"] = meta(obj).get("uid", "")
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    }
+
+
 def error_reply(exc: ApiError) -> Reply:
     return Reply(exc.code, dump(exc.status()))
 
@@ -523,9 +544,15 @@ class Api:
         }
 
     def _delete(self, req: Request, r: ResourceType, ns: str, name: str) -> Reply:
-        """200 with the object; 202 only for ``orphanDependents=false`` not yet gone.
+        """200 with the object, or a Success ``Status``; 202 only for ``orphanDependents=false``
+        not yet gone.
 
-        As k8s.io/apiserver/pkg/endpoints/handlers/delete.go decides the status code.
+        As k8s.io/apiserver/pkg/endpoints/handlers/delete.go decides the status code. The body
+        is the registry's (apiserver/pkg/registry/generic/registry/store.go): an object that
+        waits (finalizers, a grace period) comes back as it now stands; one deleted at once
+        comes back only where the registry sets ``ReturnDeletedObject`` (pods, services), and
+        as ``finalizeDelete``'s ``Status`` (Success; details name, group, resource, uid)
+        everywhere else: ConfigMaps, Jobs, custom resources such as TrainJobs.
         """
         options = self._delete_options(req)
         done = self.sim.store.delete(
@@ -537,9 +564,13 @@ class Api:
             propagation=options["propagation"],
             grace_seconds=options["grace"],
         )
+        deleted_at_once = self.sim.store.peek(r, ns, name) is None
         self._settle()
         still = self.sim.store.peek(r, ns, name) is not None
-        return Reply(202 if still and options["orphan_false"] else 200, dump(done))
+        body = done
+        if deleted_at_once and r.key not in RETURN_DELETED_OBJECT:
+            body = deleted_status(r, done)
+        return Reply(202 if still and options["orphan_false"] else 200, dump(body))
 
     def _log(self, req: Request, ns: str, name: str) -> Reply | Streamed:
         """``pods/log``: the container's log (pkg/registry/core/pod/strategy.go LogLocation)."""

@@ -125,7 +125,7 @@ def test_stale_update_and_wrong_uid_are_409_conflict(client: Client) -> None:
     code, gone = client.json(
         "DELETE", f"{CM}/a", {"preconditions": {"uid": made["metadata"]["uid"]}}
     )
-    assert code == 200 and gone["metadata"]["name"] == "a"
+    assert code == 200 and gone["status"] == "Success" and gone["details"]["name"] == "a"
     assert client.json("GET", f"{CM}/a")[0] == 404
 
 

@@ -1,0 +1,80 @@
+"""What a user of the official ``kubernetes`` client (37.x) sees, where the API server's answer
+depends on the registry or on a controller the client does not talk to.
+
+Each test drives the simulator through the client only, plus ``sim.advance`` and ``sim.faults``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from simulators.kubernetes import KubeSim
+
+G, V, NS = "trainer.kubeflow.org", "v1alpha1", "default"
+
+
+@pytest.fixture
+def sim() -> KubeSim:
+    return KubeSim(seed=7)
+
+
+@pytest.fixture
+def api(sim: KubeSim) -> Iterator[client.ApiClient]:
+    with sim.serve() as server:
+        made: Any = config.new_client_from_config(config_file=server.kubeconfig)  # type: ignore[no-untyped-call]
+        yield made
+        made.close()
+
+
+def _trainjob(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{G}/{V}",
+        "kind": "TrainJob",
+        "metadata": {"name": name},
+        "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec},
+    }
+
+
+def test_delete_answers_a_success_status_unless_the_registry_returns_the_object(
+    api: client.ApiClient, sim: KubeSim
+) -> None:
+    # apiserver registry/generic/registry/store.go finalizeDelete: an object deleted at once
+    # is answered {"status": "Success", "details": {name, group, kind: <resource>, uid}}
+    # unless its registry sets ReturnDeletedObject (pods, services); one that waits on
+    # finalizers or a grace period comes back as it now stands.
+    core: Any = client.CoreV1Api(api)
+    co: Any = client.CustomObjectsApi(api)
+    cm = core.create_namespaced_config_map(NS, {"metadata": {"name": "c"}})
+    gone = core.delete_namespaced_config_map("c", NS)
+    assert gone == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": "c", "kind": "configmaps", "uid": cm.metadata.uid},
+    }
+    made = co.create_namespaced_custom_object(G, V, NS, "trainjobs", _trainjob("bg"))
+    gone = co.delete_namespaced_custom_object(G, V, NS, "trainjobs", "bg")
+    assert gone["status"] == "Success"
+    assert gone["details"] == {
+        "name": "bg",
+        "group": G,
+        "kind": "trainjobs",
+        "uid": made["metadata"]["uid"],
+    }
+    co.create_namespaced_custom_object(G, V, NS, "trainjobs", _trainjob("fg"))
+    sim.advance(5)
+    waiting = co.delete_namespaced_custom_object(
+        G, V, NS, "trainjobs", "fg", propagation_policy="Foreground"
+    )
+    assert waiting["kind"] == "TrainJob"
+    assert "foregroundDeletion" in waiting["metadata"]["finalizers"]
+    pod = core.create_namespaced_pod(
+        NS, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    )
+    answered = core.delete_namespaced_pod("p", NS, grace_period_seconds=0)
+    assert answered.kind == "Pod" and answered.metadata.uid == pod.metadata.uid
