@@ -12,7 +12,8 @@
 - :class:`KueueWorkloadWebhook`: pkg/webhooks/workload_webhook.go ``ValidateWorkloadUpdate``
   (``vworkload.kb.io``, workloads and workloads/status): ``status.admission`` can be set or
   reset to null but not changed [K1]; a Ready check's ``podSetUpdates`` are immutable;
-  ``admission-gated-by`` as above.
+  ``admission-gated-by`` as above. Before it, the CRD's rule that ``spec.queueName`` is
+  immutable while the Workload holds quota (422, as the API server answers a CEL rule).
 
 Both skip the ``kube-system`` and ``kueue-system`` namespaces, as the webhook configurations'
 namespaceSelector does. A refusal is what the API server makes of a controller-runtime
@@ -35,8 +36,15 @@ from simulators.kubernetes.controllers.kueue import (
     UNMANAGED_NAMESPACES,
     empty_kueue_patch,
 )
-from simulators.kubernetes.errors import webhook_denied
-from simulators.kubernetes.objects import JSON, annotations_of, labels_of, namespace_of
+from simulators.kubernetes.errors import Cause, invalid, webhook_denied
+from simulators.kubernetes.objects import (
+    JSON,
+    annotations_of,
+    is_true,
+    labels_of,
+    name_of,
+    namespace_of,
+)
 from simulators.kubernetes.resources import TRAINJOBS, WORKLOADS
 from simulators.kubernetes.store import Request
 from simulators.kubernetes.validation import is_dns1123_subdomain
@@ -171,13 +179,34 @@ class KueueTrainJobWebhook:
         return errors
 
 
+def _quota_reserved(wl: JSON) -> bool:
+    return is_true(wl, "QuotaReserved")
+
+
+def cel_causes(old: JSON, new: JSON) -> list[Cause]:
+    """The Workload CRD's x-kubernetes-validations on ``spec.queueName`` (apis/kueue/v1beta2/
+    workload_types.go): immutable while the old and the new object both hold quota. The API
+    server checks them before any validating webhook runs."""
+    if not (_quota_reserved(old) and _quota_reserved(new)):
+        return []
+    if old.get("spec", {}).get("queueName") == new.get("spec", {}).get("queueName"):
+        return []
+    message = 'Invalid value: "object": queueName is immutable while workload quota reserved'
+    return [Cause("<nil>", message)]
+
+
 class KueueWorkloadWebhook:
     """Kueue's Workload validator for updates (main resource and status)."""
 
     def admit(self, request: Request) -> None:
         if request.resource is not WORKLOADS or request.operation != "UPDATE":
             return
-        if request.old is None or namespace_of(request.object) in UNMANAGED_NAMESPACES:
+        if request.old is None:
+            return
+        causes = cel_causes(request.old, request.object)
+        if causes:
+            raise invalid(WORKLOADS.kind, WORKLOADS.group, name_of(request.object), causes)
+        if namespace_of(request.object) in UNMANAGED_NAMESPACES:
             return
         errors = self.validate_update(request.old, request.object)
         if errors:

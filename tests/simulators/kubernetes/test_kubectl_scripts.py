@@ -434,3 +434,24 @@ def test_orphan_delete_of_a_queued_trainjob_finishes_its_workload(
     assert '"status":"True"' in got
     ok(base, "delete", "jobset", "orphaner")
     ok(base, "delete", "workloads", "-l", selector)
+
+
+def test_queue_name_of_a_workload_holding_quota_is_immutable(
+    base: list[str], sim: KubeSim, tmp_path: Path
+) -> None:
+    """Before: the patch was accepted. The Workload CRD's rule (workload_types.go at the pin):
+    "queueName is immutable while workload quota reserved"; a 422 from the API server."""
+    manifest = tmp_path / "tj.yaml"
+    manifest.write_text(QUEUED_TRAINJOB.format(name="requeue-me"))
+    ok(base, "apply", "-f", str(manifest))
+    sim.advance(3)
+    uid = ok(base, "get", "trainjob", "requeue-me", "-o", "jsonpath={.metadata.uid}")
+    name = ok(base, "get", "workloads", "-l", f"kueue.x-k8s.io/job-uid={uid}", "-o", "name").strip()
+    done = kubectl(base, "patch", name, "--type=merge", "-p", '{"spec":{"queueName":"other"}}')
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f'The Workload "{name.split("/")[1]}" is invalid: <nil>: Invalid value: "object": '
+        "queueName is immutable while workload quota reserved"
+    )
+    assert ok(base, "get", name, "-o", "jsonpath={.spec.queueName}") == "user-queue"
+    ok(base, "delete", "-f", str(manifest))
