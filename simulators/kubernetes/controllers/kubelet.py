@@ -728,7 +728,33 @@ def lose_node(cluster: Cluster, node: str) -> str:
     cluster.store.mutate(NODES, "", node, taint)
     cluster.extras.setdefault("lost-nodes", {})[node] = now
     pods = [p for p in cluster.store.select(PODS) if p.get("spec", {}).get("nodeName") == node]
+    for pod in pods:
+        _mark_not_ready(cluster, pod, now)
     return f"node {node} lost with {len(pods)} pod(s)"
+
+
+def _mark_not_ready(cluster: Cluster, pod: JSON, now: float) -> None:
+    """pkg/controller/util/node MarkPodsNotReady, as the node lifecycle controller calls it when
+    a node stops being Ready: the pod's ``Ready`` condition turns False (reason and message
+    kept, ``lastTransitionTime`` now); nothing else changes, and its stopped kubelet never
+    writes it back."""
+    ready = next(
+        (c for c in pod.get("status", {}).get("conditions") or [] if c.get("type") == "Ready"),
+        None,
+    )
+    if ready is None or ready.get("status") != "True":
+        return
+
+    def change(current: JSON) -> None:
+        for c in current.get("status", {}).get("conditions") or []:
+            if c.get("type") == "Ready":
+                c["status"] = "False"
+                c["lastTransitionTime"] = timestamp(now)
+
+    m = meta(pod)
+    cluster.store.mutate(
+        PODS, str(m.get("namespace", "")), str(m.get("name", "")), change, subresource="status"
+    )
 
 
 def evict_tainted(cluster: Cluster) -> float | None:

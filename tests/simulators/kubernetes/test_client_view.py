@@ -78,3 +78,30 @@ def test_delete_answers_a_success_status_unless_the_registry_returns_the_object(
     )
     answered = core.delete_namespaced_pod("p", NS, grace_period_seconds=0)
     assert answered.kind == "Pod" and answered.metadata.uid == pod.metadata.uid
+
+
+def test_a_lost_nodes_pods_turn_not_ready_at_once(api: client.ApiClient, sim: KubeSim) -> None:
+    # pkg/controller/nodelifecycle: a node that stops being Ready has its pods marked
+    # Ready=False (pkg/controller/util/node MarkPodsNotReady); phase and the other conditions
+    # stay, so the Job's `ready` and the TrainJob's jobsStatus[].ready drop.
+    co: Any = client.CustomObjectsApi(api)
+    core: Any = client.CoreV1Api(api)
+    env = [{"name": "KUBE_SIM_RUN_SECONDS", "value": "forever"}]
+    co.create_namespaced_custom_object(
+        G, V, NS, "trainjobs", _trainjob("t", trainer={"numNodes": 1, "env": env})
+    )
+    sim.advance(5)
+    (pod,) = core.list_namespaced_pod(NS, label_selector="jobset.sigs.k8s.io/jobset-name=t").items
+    assert [c.status for c in pod.status.conditions if c.type == "Ready"] == ["True"]
+    sim.faults.lose_node(pod.spec.node_name)
+    lost = core.read_namespaced_pod(pod.metadata.name, NS)
+    conditions = {c.type: c for c in lost.status.conditions}
+    assert conditions["Ready"].status == "False"
+    assert conditions["ContainersReady"].status == "True"
+    assert lost.status.phase == "Running"
+    sim.advance(60)
+    assert (
+        core.read_namespaced_pod(pod.metadata.name, NS).status.conditions == lost.status.conditions
+    )
+    status = co.get_namespaced_custom_object(G, V, NS, "trainjobs", "t")["status"]
+    assert status["jobsStatus"][0]["ready"] == 0
