@@ -177,8 +177,10 @@ class _Table:
     by_label_key: dict[str, set[Key]] = field(default_factory=dict)
     by_namespace: dict[str, set[Key]] = field(default_factory=dict)
     events: deque[Event] = field(default_factory=deque)
-    evicted_through: int = 0
-    """The newest resourceVersion whose event left the window (0: none has)."""
+    evicted_through: int = FIRST_RESOURCE_VERSION
+    """The newest resourceVersion whose event left the window; until one has, the store's
+    first version (a real watch cache starts from the list it made at startup: nothing
+    older can be resumed from)."""
 
     def index(self, key: Key, obj: JSON) -> None:
         self.by_namespace.setdefault(key[0], set()).add(key)
@@ -355,10 +357,14 @@ class Store:
     def events_since(self, resource: ResourceType, resource_version: int) -> EventList:
         """The events of ``resource`` after ``resource_version`` (410 Gone when some are lost)."""
         table = self.table(resource)
-        if resource_version < table.evicted_through:
-            raise errors.gone(
-                f"too old resource version: {resource_version} ({table.evicted_through + 1})"
-            )
+        # apiserver storage/cacher/watch_cache.go getAllEventsSinceLocked: the oldest version
+        # a watch can resume from is the list's (nothing evicted yet) or the oldest kept
+        # event's, less one; anything older is "too old resource version: RV (OLDEST-1)".
+        oldest = table.evicted_through
+        if table.events and table.evicted_through > FIRST_RESOURCE_VERSION:
+            oldest = table.events[0].resource_version - 1
+        if resource_version < oldest:
+            raise errors.gone(f"too old resource version: {resource_version} ({oldest})")
         return [e for e in table.events if e.resource_version > resource_version]
 
     # -- writes ------------------------------------------------------------------------------

@@ -105,3 +105,27 @@ def test_a_lost_nodes_pods_turn_not_ready_at_once(api: client.ApiClient, sim: Ku
     )
     status = co.get_namespaced_custom_object(G, V, NS, "trainjobs", "t")["status"]
     assert status["jobsStatus"][0]["ready"] == 0
+
+
+def test_a_watch_from_before_the_store_began_is_410_gone(api: client.ApiClient) -> None:
+    # apiserver storage/cacher/watch_cache.go getAllEventsSinceLocked: with nothing evicted
+    # yet, the oldest version a watch resumes from is the list the cache started from; an
+    # older one is "too old resource version" (the client's Watch raises ApiException 410).
+    from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
+
+    co: Any = client.CustomObjectsApi(api)
+    co.create_namespaced_custom_object(G, V, NS, "trainjobs", _trainjob("t", suspend=True))
+    with pytest.raises(ApiException) as gone:
+        for _ in watch.Watch().stream(  # type: ignore[no-untyped-call]
+            co.list_namespaced_custom_object,
+            G,
+            V,
+            NS,
+            "trainjobs",
+            resource_version="1",
+            timeout_seconds=1,
+        ):
+            pass
+    assert gone.value.status == 410
+    assert "too old resource version: 1 (1000)" in str(gone.value.reason)
