@@ -103,7 +103,7 @@ def test_trainjob_apply_get_patch_delete(base: list[str], tmp_path: Path, sim: K
         "error: application/strategic-merge-patch+json is not supported by "
         "trainer.kubeflow.org/v1alpha1, Kind=TrainJob: the body of the request was in an unknown "
         "format - accepted media types include: application/json-patch+json, "
-        "application/merge-patch+json, application/apply-patch+yaml, application/apply-patch+cbor"
+        "application/merge-patch+json, application/apply-patch+yaml"
     )
     done = kubectl(base, "delete", "trainjob", "tja")
     assert done.stdout.strip() == 'trainjob.trainer.kubeflow.org "tja" deleted', done.stderr

@@ -369,8 +369,10 @@ def test_strategic_merge_on_a_crd_is_415() -> None:
     assert err.message == (
         "the body of the request was in an unknown format - accepted media types include: "
         "application/json-patch+json, application/merge-patch+json, "
-        "application/apply-patch+yaml, application/apply-patch+cbor"
+        "application/apply-patch+yaml"
     )
+    # apply-patch+cbor is listed only with CBORServingAndStorage, alpha and off in 1.32
+    # (customresource_handler.go); kubectl 1.32 prints this list as it comes
 
 
 def test_other_content_types_are_415() -> None:
