@@ -25,12 +25,13 @@ finished.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
 import sys
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -108,6 +109,19 @@ def load_harness(spec: str) -> Any:
     if not callable(getattr(harness, "new_backend", None)):
         raise BadInput(f"{spec!r} gave {type(harness).__name__}, not a harness (no new_backend)")
     return harness
+
+
+@contextlib.contextmanager
+def _harness_open(harness: Any, outlives: bool) -> Iterator[None]:
+    """Use ``harness``, then close it when its cluster ends with this process: an in-process
+    cluster may hold threads (kubeflow-sim serves its API over HTTP) that, left to the
+    interpreter's exit, stop it from ever exiting."""
+    try:
+        yield
+    finally:
+        close = getattr(harness, "close", None)
+        if not outlives and callable(close):
+            close()
 
 
 def load_policy(path: str | None) -> Policy | None:
@@ -332,27 +346,28 @@ def _submit(args: argparse.Namespace) -> int:
             f"--detach: harness {args.harness} is in-process, its cluster ends with this "
             "process; submit supervises it until idle instead"
         )
-    backend = harness.new_backend()
-    store = open_record(args.record)
-    try:
-        supervisor = Supervisor(
-            backend,
-            store,
-            harness.clock(backend),
-            launch_retries=args.launch_retries,
-            progress=_out,
-        )
-        job = supervisor.submit(spec, policy, time_bound=args.time_bound)
-        _out(f"submitted {job}")
-        if not args.detach:
-            driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
-            supervisor.run_until_idle(args.max_steps, between=driver)
-        final = supervisor.status(job)
-        supervisor.close()
-        _out(_table([final]))
-        return 0 if args.detach else _exit_code([final])
-    finally:
-        store.close()
+    with _harness_open(harness, outlives):
+        backend = harness.new_backend()
+        store = open_record(args.record)
+        try:
+            supervisor = Supervisor(
+                backend,
+                store,
+                harness.clock(backend),
+                launch_retries=args.launch_retries,
+                progress=_out,
+            )
+            job = supervisor.submit(spec, policy, time_bound=args.time_bound)
+            _out(f"submitted {job}")
+            if not args.detach:
+                driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
+                supervisor.run_until_idle(args.max_steps, between=driver)
+            final = supervisor.status(job)
+            supervisor.close()
+            _out(_table([final]))
+            return 0 if args.detach else _exit_code([final])
+        finally:
+            store.close()
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -404,18 +419,19 @@ def _check_max_steps(args: argparse.Namespace) -> None:
 def _supervise(args: argparse.Namespace) -> int:
     _check_max_steps(args)
     harness = load_harness(args.harness)
-    backend = harness.new_backend()
-    store = open_record(args.record)
-    try:
-        supervisor = Supervisor(backend, store, harness.clock(backend), progress=_out)
-        outlives = bool(getattr(harness, "outlives_process", False))
-        driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
-        before = store.unfinished()
-        supervisor.run_until_idle(args.max_steps, between=driver)
-        statuses = [supervisor.status(job) for job in before]
-        supervisor.close()
-    finally:
-        store.close()
+    outlives = bool(getattr(harness, "outlives_process", False))
+    with _harness_open(harness, outlives):
+        backend = harness.new_backend()
+        store = open_record(args.record)
+        try:
+            supervisor = Supervisor(backend, store, harness.clock(backend), progress=_out)
+            driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
+            before = store.unfinished()
+            supervisor.run_until_idle(args.max_steps, between=driver)
+            statuses = [supervisor.status(job) for job in before]
+            supervisor.close()
+        finally:
+            store.close()
     if statuses:
         _out(_table(statuses))
     else:

@@ -9,9 +9,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from adapters.memory.testing.harness import MemoryHarness
 from dispatch_core.supervise import cli
 
 SECRET = "Zq9sup3rSecretValue"
@@ -214,3 +216,37 @@ def test_a_closed_stdout_does_not_cut_the_supervision_short(tmp_path: Path) -> N
         os.close(write)
     assert (done.returncode, done.stderr) == (0, "")
     assert cli.main(["status", "--record", str(record)]) == 0
+
+
+class ClosingHarness(MemoryHarness):
+    """memory-slurm that counts its closes (kubeflow-sim's close stops its HTTP server: left to
+    the interpreter's exit, the server's shutdown waited for a thread already gone, for ever)."""
+
+    closed: ClassVar[list[str]] = []
+
+    def close(self) -> None:
+        ClosingHarness.closed.append("closed")
+
+
+def closing_harness() -> ClosingHarness:
+    return ClosingHarness("slurm")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["submit", "--", "true"],
+        ["submit", "--policy", "REQUEUE", "--", "true"],  # refused once the harness is made
+        ["supervise"],
+    ],
+)
+def test_the_cli_closes_an_in_process_harness(
+    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ClosingHarness.closed = []
+    requeue = tmp_path / "requeue.json"
+    requeue.write_text('{"rules": [{"kind": "requeue"}]}')
+    argv = [str(requeue) if a == "REQUEUE" else a for a in argv]
+    harness = ["--harness", f"{__name__}:closing_harness", "--record", str(tmp_path / "r")]
+    cli.main([argv[0], *harness, *argv[1:]])
+    assert ClosingHarness.closed == ["closed"], capsys.readouterr()
