@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import random
+import socket
 import sys
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
@@ -97,6 +98,35 @@ def open_record(where: str | None) -> RecordStore:
     path = Path(where).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     return SqliteRecordStore(str(path))
+
+
+def _gone(owner: str) -> bool:
+    """Whether the lease owner ``owner`` (named as :func:`default_owner` names it: host, pid,
+    a random part) is a process of this host that is no longer running."""
+    parts = owner.split(":")
+    if len(parts) < 3 or not parts[-2].isdigit():
+        return False
+    host, pid = ":".join(parts[:-2]), int(parts[-2])
+    if host != socket.gethostname() or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists (another user's): alive
+    return False
+
+
+def release_orphans(store: RecordStore) -> None:
+    """Release the lease of every unfinished job whose owner was a ``dispatch`` process of this
+    host that is gone (killed before it could release it). Its lease would hold for its whole
+    ttl on the clock, and each process's virtual clock starts at the same instant: no later
+    process could ever take the job over."""
+    for job in store.unfinished():
+        lease = store.lease(job)
+        if lease is not None and _gone(lease.owner) and store.release(lease):
+            _out(f"{job}: released the lease of {lease.owner}, a process that is gone")
 
 
 def load_harness(spec: str) -> Any:
@@ -357,6 +387,7 @@ def _submit(args: argparse.Namespace) -> int:
                 launch_retries=args.launch_retries,
                 progress=_out,
             )
+            release_orphans(store)
             job = supervisor.submit(spec, policy, time_bound=args.time_bound)
             _out(f"submitted {job}")
             if not args.detach:
@@ -426,10 +457,15 @@ def _supervise(args: argparse.Namespace) -> int:
         try:
             supervisor = Supervisor(backend, store, harness.clock(backend), progress=_out)
             driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
+            release_orphans(store)
             before = store.unfinished()
             supervisor.run_until_idle(args.max_steps, between=driver)
             statuses = [supervisor.status(job) for job in before]
             supervisor.close()
+            for status in statuses:
+                lease = store.lease(status.job)
+                if not status.finished and lease is not None and lease.owner != supervisor.owner:
+                    _out(f"{status.job}: left alone, supervised by {lease.owner}")
         finally:
             store.close()
     if statuses:

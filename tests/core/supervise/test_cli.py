@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import ClassVar
 import pytest
 
 from adapters.memory.testing.harness import MemoryHarness
-from dispatch_core.supervise import cli
+from dispatch_core import JobSpec
+from dispatch_core.record import SqliteRecordStore
+from dispatch_core.supervise import Supervisor, cli
 
 SECRET = "Zq9sup3rSecretValue"
 
@@ -250,3 +253,37 @@ def test_the_cli_closes_an_in_process_harness(
     harness = ["--harness", f"{__name__}:closing_harness", "--record", str(tmp_path / "r")]
     cli.main([argv[0], *harness, *argv[1:]])
     assert ClosingHarness.closed == ["closed"], capsys.readouterr()
+
+
+def test_supervise_takes_over_the_job_of_a_killed_dispatch_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A ``dispatch submit`` killed mid-supervision leaves its lease in the record; every
+    process's virtual clock starts at one instant, so that lease looked live to every later
+    process and ``dispatch supervise`` left the job alone for ever (exit 3, no word why).
+    A lease whose owner is a process of this host that is gone is released; a live one's
+    is not."""
+    record = tmp_path / "r.sqlite"
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    owners = {
+        "gone": f"{socket.gethostname()}:{int(gone.stdout)}:dead0001",
+        "alive": f"{socket.gethostname()}:{os.getppid()}:live0001",
+    }
+    jobs = {}
+    for name, owner in owners.items():
+        backend = MemoryHarness("slurm").new_backend()
+        store = SqliteRecordStore(str(record))
+        jobs[name] = Supervisor(backend, store, backend.clock, owner=owner).submit(
+            JobSpec(command=("true",))
+        )
+        store.close()  # the process dies: no close(), its lease stays
+    assert cli.main(["supervise", "--harness", "memory-slurm", "--record", str(record)]) == 1
+    out = capsys.readouterr().out
+    assert f"{jobs['gone']}: released the lease of {owners['gone']}" in out
+    assert f"{jobs['alive']}: left alone, supervised by {owners['alive']}" in out
+    # its in-process cluster died with it: the object is gone, evidence lost (never success)
+    assert cli.main(["status", "--json", "--record", str(record), str(jobs["gone"])]) == 1
+    assert json.loads(capsys.readouterr().out)["cause"] == "evidence_lost"
+    assert cli.main(["status", "--json", "--record", str(record), str(jobs["alive"])]) == 3
+    assert json.loads(capsys.readouterr().out)["finished"] is False
