@@ -342,3 +342,14 @@ def test_a_change_on_the_tests_side_re_tests_what_was_not_killed(
     )
     prepare([BACKEND], fresh=False)
     assert not stats.exists()  # a new function: nothing records which checks reach it yet
+
+
+def test_a_module_that_is_not_mutated_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.mutation.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--module", "adapters/kubeflow/admission.py", "--report-only"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert "--module adapters/kubeflow/admission.py is not mutated" in err
+    assert "adapters/kubeflow/backend.py" in err  # what it may name instead
