@@ -94,9 +94,12 @@ STALE: str = (
 
 
 def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> ApiError:
-    """422 Invalid: ``<Kind>.<group> "name" is invalid: field: message, ...``."""
+    """422 Invalid as errors.NewInvalid words it: ``<Kind>.<group> "name" is invalid: field:
+    message`` for one cause, ``... is invalid: [field: message, ...]`` for more (the
+    ErrorList's ToAggregate: unique messages, in brackets when more than one); every cause in
+    ``details.causes``."""
     kind_group = f"{kind}.{group}" if group else kind
-    text = ", ".join(f"{c.field}: {c.message}" for c in causes)
+    text = aggregate([f"{c.field}: {c.message}" for c in causes])
     details: dict[str, Any] = {"name": name}
     if group:
         details["group"] = group
@@ -104,7 +107,8 @@ def invalid(kind: str, group: str, name: str, causes: list[Cause]) -> ApiError:
     details["causes"] = [
         {"reason": c.reason, "message": c.message, "field": c.field} for c in causes
     ]
-    return ApiError(422, "Invalid", f'{kind_group} "{name}" is invalid: {text}', details)
+    message = f'{kind_group} "{name}" is invalid' + (f": {text}" if causes else "")
+    return ApiError(422, "Invalid", message, details)
 
 
 def bad_request(message: str) -> ApiError:

@@ -145,6 +145,10 @@ class Request:
     subresource: str = ""
     internal: bool = False
     """True for writes of the simulator's own controllers (webhooks still see them)."""
+    causes: list[Cause] = field(default_factory=list)
+    """The API server's own field errors on the object (its ``metadata.name``), left for the
+    plugin that checks the resource's CRD rules to report with its own (see
+    :attr:`Store.crd_rules`); empty otherwise."""
 
 
 class Admission(Protocol):
@@ -229,6 +233,12 @@ class Store:
         """Notified after every committed change (watch streams wait on it)."""
         self.revision = FIRST_RESOURCE_VERSION
         self.admission: list[Admission] = []
+        self.crd_rules: set[tuple[str, str]] = set()
+        """The resources (``ResourceType.key``) whose CRD ``x-kubernetes-validations`` an admission
+        plugin checks. apiextensions-apiserver's customResourceStrategy.Validate runs them even
+        after ValidateObjectMetaAccessor found the name invalid (an Invalid error does not block
+        them), and answers one 422 with the name's causes first: such a resource's name errors go
+        to that plugin in :attr:`Request.causes` instead of being raised here."""
         self.listeners: list[Callable[[Event], None]] = []
         """Called after each committed event (the controllers' work queues)."""
         self._uids: set[str] = set()
@@ -397,7 +407,9 @@ class Store:
         if not m.get("name") and m.get("generateName"):
             m["name"] = f"{m['generateName']}{self.random_suffix()}"
         name = str(m.get("name") or "")
-        _validate_name(resource, obj, name)
+        name_causes = _name_causes(resource, name)
+        if name_causes and resource.key not in self.crd_rules:
+            raise errors.invalid(resource.kind, resource.group, name, name_causes)
         obj["apiVersion"] = resource.api_version
         obj["kind"] = resource.kind
         if "status" in resource.subresources:
@@ -412,7 +424,9 @@ class Store:
             m.pop(server_field, None)
         m.pop("managedFields", None)
         m.pop("generation", None)
-        self._admit(Request("CREATE", resource, obj, None, internal=internal))
+        self._admit(Request("CREATE", resource, obj, None, internal=internal, causes=name_causes))
+        if name_causes:  # no plugin reported them
+            raise errors.invalid(resource.kind, resource.group, name, name_causes)
         table = self.table(resource)
         key = (namespace, str(meta(obj).get("name")))
         if key in table.objects:
@@ -807,8 +821,10 @@ def _decode_continue(token: str) -> Key:
         raise errors.bad_request(f"invalid continue token: {token!r}") from None
 
 
-def _validate_name(resource: ResourceType, obj: JSON, name: str) -> None:
-    """A name is required and must be a DNS subdomain (validation.IsDNS1123Subdomain)."""
+def _name_causes(resource: ResourceType, name: str) -> list[Cause]:
+    """ValidateObjectMetaAccessor's name errors: a name is required and must be a DNS subdomain
+    (validation.IsDNS1123Subdomain). A missing name is raised at once: a Required error blocks a
+    CRD's rules (customresource strategy.go hasBlockingErr)."""
     if not name:
         raise errors.invalid(
             resource.kind,
@@ -822,15 +838,9 @@ def _validate_name(resource: ResourceType, obj: JSON, name: str) -> None:
                 )
             ],
         )
-    problems = is_dns1123_subdomain(name)
-    if problems:
-        raise errors.invalid(
-            resource.kind,
-            resource.group,
-            name,
-            [Cause("metadata.name", f'Invalid value: "{name}": {p}') for p in problems],
-        )
-    del obj
+    return [
+        Cause("metadata.name", f'Invalid value: "{name}": {p}') for p in is_dns1123_subdomain(name)
+    ]
 
 
 _FIELD_SELECTABLE_BY_KIND: Final[dict[tuple[str, str], frozenset[str]]] = {

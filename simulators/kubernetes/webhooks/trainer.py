@@ -8,7 +8,8 @@ kubeflow/trainer v2.3.0, in the order the API server runs them:
 2. The defaulting webhook (defaulter.trainjob.trainer.kubeflow.org): each runtime patch's
    ``time`` is stamped when the entry is new or changed, kept otherwise
    (pkg/webhooks/trainjob_webhook.go Default).
-3. The CRD's CEL rules (422 Invalid, from the API server itself): the name is an RFC 1035 label
+3. The CRD's CEL rules (422 Invalid, from the API server itself, after the name's RFC 1123
+   causes when the name is not a DNS subdomain either): the name is an RFC 1035 label
    of at most 63 characters; ``runtimeRef``, ``initializer``, ``trainer``,
    ``activeDeadlineSeconds`` and ``managedBy`` are immutable (``self == oldSelf``), as are a
    patch's pod-spec ``serviceAccountName``, ``volumes``, ``initContainers``, ``containers``,
@@ -175,6 +176,8 @@ class TrainJobWebhook:
     def __init__(self, store: Store, now: Callable[[], float] | None = None) -> None:
         self.store = store
         self.now = now if now is not None else store.now
+        # the store leaves an invalid name's causes to this plugin, reported with the CEL rules'
+        store.crd_rules.add(TRAINJOBS.key)
 
     def admit(self, request: Request) -> None:
         if request.resource is not TRAINJOBS or request.subresource:
@@ -187,7 +190,9 @@ class TrainJobWebhook:
             return
         default_trainjob(tj)
         stamp_patches(tj, old, self.now())
-        causes = cel_causes(tj, old)
+        # customresource strategy.go Validate: ValidateObjectMetaAccessor's name errors, then
+        # the x-kubernetes-validations rules' (an Invalid error does not block them), one 422
+        causes = [*request.causes, *cel_causes(tj, old)]
         if causes:
             raise invalid(TRAINJOBS.kind, TRAINJOBS.group, name_of(tj), causes)
         messages = self._validate(tj, old)

@@ -155,6 +155,23 @@ def test_invalid_name_is_422_with_causes(client: Client) -> None:
     assert status["details"]["causes"][0]["field"] == "metadata.name"
 
 
+def test_invalid_with_several_causes_aggregates_them_in_brackets(client: Client) -> None:
+    # apimachinery errors.NewInvalid (v0.32): the message is the ErrorList's ToAggregate, which
+    # utilerrors.aggregate.Error() brackets when it holds more than one unique message.
+    name = "A" * 254
+    code, status = client.json("POST", CM, cm(name))
+    long = f'metadata.name: Invalid value: "{name}": must be no more than 253 characters'
+    regex = (
+        f'metadata.name: Invalid value: "{name}": a lowercase RFC 1123 subdomain must consist '
+        "of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+        "alphanumeric character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+    assert code == 422
+    assert status["message"] == f'ConfigMap "{name}" is invalid: [{long}, {regex}]'
+    assert len(status["details"]["causes"]) == 2
+
+
 def test_discovery_aggregated_legacy_version_openapi(client: Client, sim: KubeSim) -> None:
     code, _, headers, raw = client.call(
         "GET", "/apis", headers={"Accept": AGGREGATED + ",application/json"}

@@ -595,6 +595,45 @@ def test_name_must_be_an_rfc_1035_label_of_63_characters() -> None:
     ]
 
 
+def test_a_name_that_is_no_dns_subdomain_gets_the_crd_rule_causes_too() -> None:
+    # apiextensions-apiserver customresource strategy.go Validate (v0.32): the validator's
+    # ValidateObjectMetaAccessor errors, then the x-kubernetes-validations rules' (an Invalid
+    # error is not blocking), one NewInvalid; T1's rule message.
+    sim = Sim()
+    err = refusal(
+        sim,
+        {"metadata": {"name": "TJ-Upper"}, "spec": {"runtimeRef": {"name": "torch-distributed"}}},
+    )
+    rfc1123 = (
+        'Invalid value: "TJ-Upper": a lowercase RFC 1123 subdomain must consist of lower case '
+        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric "
+        "character (e.g. 'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    )
+    rfc1035 = 'Invalid value: "object": metadata.name must match RFC 1035 DNS label format'
+    assert (err.code, err.reason) == (422, "Invalid")
+    assert err.message == (
+        'TrainJob.trainer.kubeflow.org "TJ-Upper" is invalid: '
+        f"[metadata.name: {rfc1123}, <nil>: {rfc1035}]"
+    )
+    assert err.details == {
+        "name": "TJ-Upper",
+        "group": "trainer.kubeflow.org",
+        "kind": "TrainJob",
+        "causes": [
+            {"reason": "FieldValueInvalid", "message": rfc1123, "field": "metadata.name"},
+            {"reason": "FieldValueInvalid", "message": rfc1035, "field": "<nil>"},
+        ],
+    }
+    assert sim.get(TRAINJOBS, "TJ-Upper") is None
+    # without the Trainer's CRD rules (no webhooks), the name's cause alone, as for other kinds
+    bare = refusal(
+        Sim(webhooks=False),
+        {"metadata": {"name": "TJ-Upper"}, "spec": {"runtimeRef": {"name": "torch-distributed"}}},
+    )
+    assert [c["field"] for c in bare.details["causes"]] == ["metadata.name"]
+
+
 def test_trainer_is_immutable() -> None:
     # T1: spec.trainer `self == oldSelf`, "field is immutable".
     sim = Sim()
