@@ -7,7 +7,7 @@ kubectl prints what it prints against a real server.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -22,12 +22,16 @@ class Cause:
 
 @dataclass
 class ApiError(Exception):
-    """A request the API server refuses: ``code`` the HTTP status, ``reason`` the Status reason."""
+    """A request the API server refuses: ``code`` the HTTP status, ``reason`` the Status reason.
+
+    ``details`` is Go's ``*StatusDetails``: None writes no ``details`` (a nil pointer, omitted),
+    a dict writes it even when empty (``"details":{}``, as NewGenericServerResponse's).
+    """
 
     code: int
     reason: str
     message: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -42,7 +46,7 @@ class ApiError(Exception):
             "message": self.message,
             "reason": self.reason,
         }
-        if self.details:
+        if self.details is not None:
             body["details"] = self.details
         body["code"] = self.code
         return body

@@ -41,7 +41,8 @@ APPLY_CBOR: Final = "application/apply-patch+cbor"
 
 #: The message of a JSON patch that fails to apply: the server builds it with
 #: ``NewGenericServerResponse(422, ..., isUnexpectedResponse=false)``, which drops the library's
-#: own text (kubectl prints ``The request is invalid: <this>``).
+#: own text (kubectl prints ``The request is invalid: <this>``) and sets a ``Details`` with no
+#: group, kind, name, causes or retry, written ``"details":{}``.
 JSON_PATCH_FAILED: Final = "the server rejected our request due to an error in our request"
 
 #: The largest JSON patch the server applies (``maxJSONPatchOperations``).
@@ -378,7 +379,10 @@ def _json_patch(current: JSON, body: bytes) -> JSON:
 
 
 def _failed() -> ApiError:
-    return ApiError(422, "Invalid", JSON_PATCH_FAILED)
+    # apiserver v0.32 endpoints/handlers/patch.go applyJSPatch: patchObj.Apply's error becomes
+    # NewGenericServerResponse(422, "", GroupResource{}, "", err.Error(), 0, false), whose
+    # Details pointer is never nil: every field empty and omitempty, so ``"details":{}``
+    return ApiError(422, "Invalid", JSON_PATCH_FAILED, {})
 
 
 def _parent(doc: Any, path: str) -> tuple[Any, str] | None:

@@ -148,6 +148,23 @@ def test_strategic_merge_on_a_crd_is_415_and_merge_patch_applies(client: Client)
     assert code == 200 and patched["spec"]["suspend"] is True
 
 
+def test_failed_json_patch_test_op_writes_empty_details(client: Client) -> None:
+    # apiserver v0.32 handlers/patch.go applyJSPatch: an Apply error is
+    # NewGenericServerResponse(422, "", GroupResource{}, "", err.Error(), 0, false), whose
+    # Details is a non-nil StatusDetails with every (omitempty) field empty: "details":{}.
+    assert client.json("POST", TJ, trainjob("tj1"))[0] == 201
+    ops = [{"op": "test", "path": "/spec/suspend", "value": True}]
+    code, reason, _, raw = client.call(
+        "PATCH", f"{TJ}/tj1", json.dumps(ops), {"Content-Type": "application/json-patch+json"}
+    )
+    assert (code, reason) == (422, "Unprocessable Entity")
+    assert raw == (
+        b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
+        b'"message":"the server rejected our request due to an error in our request",'
+        b'"reason":"Invalid","details":{},"code":422}\n'
+    )
+
+
 def test_invalid_name_is_422_with_causes(client: Client) -> None:
     code, reason, _, raw = client.call("POST", CM, cm("Bad_Name"))
     status = json.loads(raw)
