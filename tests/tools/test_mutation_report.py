@@ -353,3 +353,50 @@ def test_a_module_that_is_not_mutated_is_a_usage_error(capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "--module adapters/kubeflow/admission.py is not mutated" in err
     assert "adapters/kubeflow/backend.py" in err  # what it may name instead
+
+
+def test_a_sample_is_that_many_of_the_mutants_to_test_drawn_by_its_seed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.mutation import cli
+    from tools.mutation.report import Mutant
+
+    goal = [
+        Mutant(
+            f"adapters.slurm.backend.xǁSlurmBackendǁhold__mutmut_{i}",
+            "adapters.slurm.backend",
+            "SlurmBackend.hold",
+            NOT_CHECKED,
+            BACKEND,
+        )
+        for i in range(1, 41)
+    ]
+    outside = Mutant(
+        "adapters.slurm.parse.x_parse_squeue__mutmut_1",
+        "adapters.slurm.parse",
+        "parse_squeue",
+        NOT_CHECKED,
+        "adapters/slurm/parse.py",
+    )
+    monkeypatch.setattr(cli, "load_mutants", lambda _dir, _sources: [*goal, outside])
+    monkeypatch.setattr(cli, "text_only", lambda _mutants: frozenset({goal[0].name}))
+    ran: list[list[str]] = []
+    monkeypatch.setattr(cli, "run_mutmut", lambda _children, names: ran.append(list(names)) or 0)
+
+    for seed in (7, 7, 8):
+        assert cli.test_untested([BACKEND], 2, every=False, sample=(10, seed)) == 0
+    first, again, other = ran
+    assert len(first) == 10 and first == again and first != other
+    assert goal[0].name not in first and outside.name not in first  # text-only, outside areas
+    assert "sample: 10 of the 39 mutants to test, drawn with seed 7" in capsys.readouterr().out
+    assert cli.test_untested([BACKEND], 2, every=False, sample=(100, 7)) == 0
+    assert len(ran[-1]) == 39  # a sample as large as what is left is all of it
+
+
+def test_a_sample_of_none_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tools.mutation.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--sample", "0"])
+    assert exited.value.code == 2
+    assert "--sample must be at least 1" in capsys.readouterr().err

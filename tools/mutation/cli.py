@@ -16,6 +16,7 @@ import ast
 import hashlib
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -292,11 +293,14 @@ SEED_PATTERN: Final = "adapters.slurm.identity.x__number__mutmut_*"
 goal-area function's few: they would be tested anyway)."""
 
 
-def test_untested(sources: Sequence[str], max_children: int, *, every: bool) -> int:
+def test_untested(
+    sources: Sequence[str], max_children: int, *, every: bool, sample: tuple[int, int] | None
+) -> int:
     """Have mutmut test the mutants that have no result yet: those of the goal areas (every
-    one with ``every``), less those that change only text (their result would not count).
-    mutmut makes the mutants on its first run, so a run from nothing starts with
-    :data:`SEED_PATTERN`. mutmut's exit status."""
+    one with ``every``), less those that change only text (their result would not count);
+    with ``sample`` (size, seed), a seeded random sample of that many of them. mutmut makes
+    the mutants on its first run, so a run from nothing starts with :data:`SEED_PATTERN`.
+    mutmut's exit status."""
     known = load_mutants(MUTANTS, sources)
     if not known:
         status = run_mutmut(max_children, [SEED_PATTERN])
@@ -315,6 +319,14 @@ def test_untested(sources: Sequence[str], max_children: int, *, every: bool) -> 
     if not names:
         print("every mutant to test has a result" + ("" if every else " (--all tests the rest)"))
         return 0
+    if sample is not None and sample[0] < len(names):
+        size, seed = sample
+        picked = set(random.Random(seed).sample(sorted(names), size))
+        print(
+            f"sample: {size} of the {len(names)} mutants to test, drawn with seed {seed} "
+            f"(replay: --sample {size} --sample-seed {seed}); the rest stay untested"
+        )
+        names = [n for n in names if n in picked]
     return run_mutmut(max_children, names)
 
 
@@ -381,11 +393,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         "only_mutate lists, e.g. adapters/kubeflow/backend.py; repeatable); the other "
         "modules' results are kept for a later run",
     )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="test a seeded random sample of N of the mutants still to test, not all of them "
+        "(an estimate of the kill rate when a full run does not fit the budget: the figures "
+        "count only mutants tested)",
+    )
+    parser.add_argument(
+        "--sample-seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="the seed the sample is drawn with (0)",
+    )
     args = parser.parse_args(argv)
     if not Path("pyproject.toml").is_file() or not Path("adapters").is_dir():
         parser.error("run it from the repository's root")
     if args.max_children < 1:
         parser.error("--max-children must be at least 1")
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample must be at least 1")
     every_source: list[str] = list(mutmut_config()["only_mutate"])
     unknown = [m for m in args.modules or () if m not in every_source]
     if unknown:
@@ -403,7 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the fingerprints cover every mutated module, whichever this run tests
         started_from = prepare(every_source, args.fresh)
         before = {m.name: (m.status, m.seconds) for m in load_mutants(MUTANTS, sources)}
-        status = test_untested(sources, args.max_children, every=args.all)
+        sample = None if args.sample is None else (args.sample, args.sample_seed)
+        status = test_untested(sources, args.max_children, every=args.all, sample=sample)
         wall = time.monotonic() - started
         if status != 0:
             return status
