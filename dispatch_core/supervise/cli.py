@@ -154,6 +154,18 @@ def _harness_open(harness: Any, outlives: bool) -> Iterator[None]:
             close()
 
 
+def new_backend(harness: Any, name: str) -> Any:
+    """A backend from ``harness`` (named ``name``); a harness that cannot reach its cluster (no
+    kubeconfig, no sbatch on PATH, an extra not installed) says so in one line."""
+    try:
+        return harness.new_backend()
+    except DispatchError:
+        raise
+    except Exception as error:  # a plugin's own exception (conformance's CannotInject, ...)
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise BadInput(f"harness {name} has no backend to give: {reason}") from None
+
+
 def load_policy(path: str | None) -> Policy | None:
     """The policy in ``path``: JSON, or TOML for a ``.toml`` file (``rules = [...]`` and
     ``shared_checkpoint``)."""
@@ -377,7 +389,7 @@ def _submit(args: argparse.Namespace) -> int:
             "process; submit supervises it until idle instead"
         )
     with _harness_open(harness, outlives):
-        backend = harness.new_backend()
+        backend = new_backend(harness, args.harness)
         store = open_record(args.record)
         try:
             supervisor = Supervisor(
@@ -452,7 +464,7 @@ def _supervise(args: argparse.Namespace) -> int:
     harness = load_harness(args.harness)
     outlives = bool(getattr(harness, "outlives_process", False))
     with _harness_open(harness, outlives):
-        backend = harness.new_backend()
+        backend = new_backend(harness, args.harness)
         store = open_record(args.record)
         try:
             supervisor = Supervisor(backend, store, harness.clock(backend), progress=_out)

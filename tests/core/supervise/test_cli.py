@@ -10,7 +10,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 
@@ -287,3 +287,28 @@ def test_supervise_takes_over_the_job_of_a_killed_dispatch_process(
     assert json.loads(capsys.readouterr().out)["cause"] == "evidence_lost"
     assert cli.main(["status", "--json", "--record", str(record), str(jobs["alive"])]) == 3
     assert json.loads(capsys.readouterr().out)["finished"] is False
+
+
+class Unreachable(MemoryHarness):
+    """A harness whose cluster is not there, as kubeflow-remote without a kubeconfig or
+    slurm-local without sbatch: its own exception (conformance's CannotInject), not the kit's."""
+
+    def new_backend(self) -> Any:
+        raise LookupError("harness cannot inject a real Slurm: no sbatch on PATH")
+
+
+def unreachable() -> Unreachable:
+    return Unreachable("slurm")
+
+
+@pytest.mark.parametrize("command", [["submit", "--", "true"], ["supervise"]])
+def test_a_harness_without_its_cluster_is_one_line_and_exit_2(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    harness = ["--harness", f"{__name__}:unreachable", "--record", str(tmp_path / "r")]
+    assert cli.main([command[0], *harness, *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"dispatch: harness {__name__}:unreachable has no backend to give: harness cannot "
+        "inject a real Slurm: no sbatch on PATH\n"
+    )
