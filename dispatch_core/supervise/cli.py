@@ -44,6 +44,7 @@ from dispatch_core.model import JobID, JobSpec, Policy, State
 from dispatch_core.record.redact import redact_text
 from dispatch_core.record.sqlite import SqliteRecordStore
 from dispatch_core.record.store import RecordStore
+from dispatch_core.record.types import HeaderRecord
 from dispatch_core.supervise.status import Status, status_of
 from dispatch_core.supervise.supervisor import Supervisor
 from dispatch_core.supervise.view import rebuild
@@ -454,6 +455,18 @@ def _status(args: argparse.Namespace) -> int:
     return _exit_code(statuses)
 
 
+def _left_alone(store: RecordStore, job: JobID, cluster: str, owner: str) -> None:
+    """Say why ``supervise`` left an unfinished job alone: another cluster's, or another
+    supervisor's (a live lease)."""
+    header = store.records(job, 0)[0].record
+    if isinstance(header, HeaderRecord) and header.backend != cluster:
+        _out(f"{job}: left alone, it is a job of {header.backend}, not of {cluster}")
+        return
+    lease = store.lease(job)
+    if lease is not None and lease.owner != owner:
+        _out(f"{job}: left alone, supervised by {lease.owner}")
+
+
 def _check_max_steps(args: argparse.Namespace) -> None:
     if args.max_steps < 0:
         raise BadInput(f"--max-steps must be 0 or more, not {args.max_steps}")
@@ -475,9 +488,8 @@ def _supervise(args: argparse.Namespace) -> int:
             statuses = [supervisor.status(job) for job in before]
             supervisor.close()
             for status in statuses:
-                lease = store.lease(status.job)
-                if not status.finished and lease is not None and lease.owner != supervisor.owner:
-                    _out(f"{status.job}: left alone, supervised by {lease.owner}")
+                if not status.finished:
+                    _left_alone(store, status.job, backend.name, supervisor.owner)
         finally:
             store.close()
     if statuses:

@@ -312,3 +312,18 @@ def test_a_harness_without_its_cluster_is_one_line_and_exit_2(
         f"dispatch: harness {__name__}:unreachable has no backend to give: harness cannot "
         "inject a real Slurm: no sbatch on PATH\n"
     )
+
+
+def test_supervise_says_it_left_another_clusters_job_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``dispatch supervise --harness slurm-sim`` on a record whose unfinished job is
+    memory-slurm's showed it queued, exit 3, and no word that it was not its to supervise."""
+    record = str(tmp_path / "r.sqlite")
+    argv = ["--record", record, "--max-steps", "0"]
+    assert cli.main(["submit", "--harness", "memory-slurm", *argv, "--", "true"]) == 3
+    job = next(line.split()[1] for line in capsys.readouterr().out.splitlines()
+               if line.startswith("submitted"))  # fmt: skip
+    assert cli.main(["supervise", "--harness", "slurm-sim", "--record", record]) == 3
+    out = capsys.readouterr().out
+    assert f"{job}: left alone, it is a job of memory-slurm, not of lab" in out
