@@ -39,12 +39,13 @@ from typing import Any, Final, NoReturn
 from pydantic import ValidationError
 
 from dispatch_core import plugins
+from dispatch_core.clock import WallClock
 from dispatch_core.errors import DispatchError
 from dispatch_core.model import JobID, JobSpec, Policy, State
 from dispatch_core.record.redact import redact_text
 from dispatch_core.record.sqlite import SqliteRecordStore
-from dispatch_core.record.store import RecordStore
-from dispatch_core.record.types import HeaderRecord
+from dispatch_core.record.store import LeaseConflict, RecordStore
+from dispatch_core.record.types import Entry, HeaderRecord, Lease, Record
 from dispatch_core.supervise.status import Status, status_of
 from dispatch_core.supervise.supervisor import Supervisor
 from dispatch_core.supervise.view import rebuild
@@ -101,22 +102,79 @@ def open_record(where: str | None) -> RecordStore:
     return SqliteRecordStore(str(path))
 
 
-def _gone(owner: str) -> bool:
+def _local_process(owner: str) -> bool | None:
     """Whether the lease owner ``owner`` (named as :func:`default_owner` names it: host, pid,
-    a random part) is a process of this host that is no longer running."""
+    a random part) is a running process of this host: True, False (it is gone), or None (another
+    host's, this process, or an owner named otherwise)."""
     parts = owner.split(":")
     if len(parts) < 3 or not parts[-2].isdigit():
-        return False
+        return None
     host, pid = ":".join(parts[:-2]), int(parts[-2])
     if host != socket.gethostname() or pid <= 0 or pid == os.getpid():
-        return False
+        return None
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return True
+        return False
     except OSError:
-        return False  # it exists (another user's): alive
-    return False
+        return True  # it exists (another user's)
+    return True
+
+
+def _gone(owner: str) -> bool:
+    return _local_process(owner) is False
+
+
+class HostLeases:
+    """The record store as a ``dispatch`` process on a harness's own clock uses it: a job whose
+    lease a running process of this host holds is never taken, whatever the lease's expiry
+    says. Every process's virtual clock is its own (each starts at one instant and moves by its
+    own waits), so an expiry written on one process's clock and compared on another's means
+    nothing: a process whose clock had run ahead through its backoffs took the jobs of
+    processes still supervising them, and found their objects lost."""
+
+    def __init__(self, store: RecordStore) -> None:
+        self.store = store
+
+    def append(
+        self, job: JobID, expected_seq: int, record: Record, lease: Lease, now: float
+    ) -> Entry:
+        return self.store.append(job, expected_seq, record, lease, now)
+
+    def records(self, job: JobID, start: int = 0) -> list[Entry]:
+        return self.store.records(job, start)
+
+    def next_seq(self, job: JobID) -> int:
+        return self.store.next_seq(job)
+
+    def jobs(self) -> list[JobID]:
+        return self.store.jobs()
+
+    def unfinished(self) -> list[JobID]:
+        return self.store.unfinished()
+
+    def lease(self, job: JobID) -> Lease | None:
+        return self.store.lease(job)
+
+    def acquire(self, job: JobID, owner: str, now: float, ttl: float) -> Lease:
+        current = self.store.lease(job)
+        if current is not None and current.owner != owner and _local_process(current.owner):
+            raise LeaseConflict(f"job {job}: supervised by {current.owner}, a running process")
+        return self.store.acquire(job, owner, now, ttl)
+
+    def renew(self, lease: Lease, now: float, ttl: float) -> Lease:
+        return self.store.renew(lease, now, ttl)
+
+    def release(self, lease: Lease) -> bool:
+        return self.store.release(lease)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def _own_clock(clock: Any) -> bool:
+    """Whether ``clock`` is this process's own (virtual) time, not the wall clock."""
+    return not isinstance(clock, WallClock)
 
 
 def release_orphans(store: RecordStore) -> None:
@@ -393,10 +451,11 @@ def _submit(args: argparse.Namespace) -> int:
         backend = new_backend(harness, args.harness)
         store = open_record(args.record)
         try:
+            clock = harness.clock(backend)
             supervisor = Supervisor(
                 backend,
-                store,
-                harness.clock(backend),
+                HostLeases(store) if _own_clock(clock) else store,
+                clock,
                 launch_retries=args.launch_retries,
                 progress=_out,
             )
@@ -480,7 +539,9 @@ def _supervise(args: argparse.Namespace) -> int:
         backend = new_backend(harness, args.harness)
         store = open_record(args.record)
         try:
-            supervisor = Supervisor(backend, store, harness.clock(backend), progress=_out)
+            clock = harness.clock(backend)
+            leases = HostLeases(store) if _own_clock(clock) else store
+            supervisor = Supervisor(backend, leases, clock, progress=_out)
             driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
             release_orphans(store)
             before = store.unfinished()

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import pytest
 
 from adapters.memory.testing.harness import MemoryHarness
-from dispatch_core import JobSpec
+from dispatch_core import JobSpec, VirtualClock
 from dispatch_core.record import SqliteRecordStore
 from dispatch_core.supervise import Supervisor, cli
 
@@ -327,3 +327,24 @@ def test_supervise_says_it_left_another_clusters_job_alone(
     assert cli.main(["supervise", "--harness", "slurm-sim", "--record", record]) == 3
     out = capsys.readouterr().out
     assert f"{job}: left alone, it is a job of memory-slurm, not of lab" in out
+
+
+def test_a_running_dispatch_process_keeps_its_job_whatever_the_clocks_say(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every ``dispatch`` process has its own virtual clock: one whose clock ran ahead (its
+    backoffs) saw the lease of another, still running, as expired, took its job and found its
+    object lost (seen with ten ``dispatch submit`` at once on one record). A lease a running
+    process of this host holds is never taken."""
+    record = tmp_path / "r.sqlite"
+    owner = f"{socket.gethostname()}:{os.getppid()}:live0002"
+    backend = MemoryHarness("slurm").new_backend()
+    earlier = VirtualClock(backend.clock.now() - 1_000)  # its lease expired on our clock
+    store = SqliteRecordStore(str(record))
+    job = Supervisor(backend, store, earlier, owner=owner).submit(JobSpec(command=("true",)))
+    store.close()
+    assert cli.main(["supervise", "--harness", "memory-slurm", "--record", str(record)]) == 3
+    assert f"{job}: left alone, supervised by {owner}" in capsys.readouterr().out
+    assert cli.main(["status", "--json", "--record", str(record), str(job)]) == 3
+    status = json.loads(capsys.readouterr().out)
+    assert (status["state"], status["cause"], status["finished"]) == ("queued", "none", False)
