@@ -607,7 +607,9 @@ class Machine(RuleBasedStateMachine):
         if not seen.state.ended:
             self.stop_obj(obj, lose_reply=False)
             seen = self.peek(obj)
-            if seen is None or not seen.state.ended:
+            # None: the stop removed the object (Kubernetes deletes what it stops): it ended,
+            # and its name is free for the faults below.
+            if seen is not None and not seen.state.ended:
                 return
         pause(self.clock, 2.0)  # a purge takes time: the id's next object has a later submit
         faults = self.faults
