@@ -173,3 +173,15 @@ def test_a_closed_stdout_is_exit_141_without_a_traceback() -> None:
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_k_counts_from_a_persons_late_release_not_from_the_end_of_the_faults() -> None:
+    """Seed 30181 (4 jobs, 3 supervisors): the person releases two held jobs near the end of
+    the calm steps; the jobs are waiting on the person until then, not on the supervisor, so
+    each gets its K steps after the release (it failed terminal-within-k before)."""
+    config = Config(seed=30181, jobs=4, supervisors=3)
+    outcome = run(config)
+    assert outcome.violation is None, outcome.violation
+    released = [line for line in outcome.trace if "person releases" in line]
+    assert released and int(released[-1][:4]) >= config.faults + config.calm - 10
+    assert outcome.steps > config.faults + config.calm  # ran past the first deadline

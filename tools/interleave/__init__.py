@@ -14,7 +14,8 @@ invariants (:func:`tools.interleave.sim.check`):
 - ``launch-budget`` / ``rule-budget``: no budget is exceeded;
 - ``success-is-real``: a job recorded succeeded had its object succeed;
 - ``terminal-within-k``: once the faults stop, every job reaches a terminal record within K
-  (``--calm``) steps.
+  (``--calm``) steps of the last outside act (the faults' end, or a later host's submit or
+  person's release: a job held for a person waits on the person, not on the supervisor).
 
 Usage::
 

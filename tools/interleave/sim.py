@@ -148,6 +148,13 @@ class World:
     cache: dict[JobID, list[Entry]] = field(default_factory=dict)
     lookalikes: list[str] = field(default_factory=list)
     began: float = 0.0
+    calm_from: int = 0
+    """The step K counts from: the faults' end, or a later host's submit or person's release
+    (a job a person has not released yet is waiting on the person, not on the supervisor)."""
+
+    def deadline(self) -> int:
+        """The step by which every job must be terminal."""
+        return max(self.config.faults, self.calm_from) + self.config.calm
 
     def entries(self, job: JobID) -> list[Entry]:
         """The job's records, read incrementally (records never change once written)."""
@@ -446,6 +453,8 @@ def event(world: World, step: int) -> str:
     roll = rng.random()
     slot = rng.choice(world.slots)
     if not world.jobs or (len(world.jobs) < config.jobs and roll < 0.08):
+        if calm:
+            world.calm_from = step + 1
         job = world.job_id()
         policy = world.policy()
         world.jobs.append(job)
@@ -465,7 +474,7 @@ def event(world: World, step: int) -> str:
                 cluster.admin("scancel", native)
         return f"look-alikes ended: {', '.join(world.lookalikes)}"
     if calm:
-        return calm_event(world, slot, roll)
+        return calm_event(world, slot, roll, step)
     if roll < 0.45:
         return step_supervisor(world, slot, not calm and rng.random() < 0.15)
     if roll < 0.65:
@@ -507,7 +516,7 @@ def event(world: World, step: int) -> str:
     return host_call(world, slot, f"person releases {short(job)}", lambda: slot.sup.release(job))
 
 
-def calm_event(world: World, slot: Slot, roll: float) -> str:
+def calm_event(world: World, slot: Slot, roll: float, step: int) -> str:
     """After the faults: a supervisor steps, the scheduler runs or ends (succeeds) an object
     of an unfinished job, the clock moves (leases of dead supervisors expire), or a person
     releases a job held for a person."""
@@ -526,6 +535,7 @@ def calm_event(world: World, slot: Slot, roll: float) -> str:
         with suppress(DispatchError):
             status = slot.sup.status(job)
             if status.waiting_for_person:
+                world.calm_from = step + 1
                 return host_call(
                     world, slot, f"person releases {short(job)}", partial(slot.sup.release, job)
                 )
@@ -600,13 +610,18 @@ def check(world: World, step: int) -> None:
                     f"job {job} recorded succeeded, but submission {last.submission}'s object "
                     f"is {mine[0][2].value}",
                 )
-    if step >= world.config.faults + world.config.calm:
+    if step >= world.deadline():
         unfinished = [j for j in world.jobs if j in set(world.store.unfinished())]
         if unfinished:
+            after = (
+                "the faults stopped"
+                if world.calm_from <= world.config.faults
+                else f"the last host's or person's act (step {world.calm_from - 1})"
+            )
             raise Violation(
                 "terminal-within-k",
-                f"{len(unfinished)} job(s) not terminal {world.config.calm} steps after the "
-                f"faults stopped: {[dump_job(world, j) for j in unfinished]}",
+                f"{len(unfinished)} job(s) not terminal {world.config.calm} steps after {after}: "
+                f"{[dump_job(world, j) for j in unfinished]}",
             )
 
 
@@ -664,10 +679,11 @@ def replay_command(config: Config) -> str:
 
 def run(config: Config) -> Outcome:
     world = make_world(config)
-    total = config.faults + config.calm
-    outcome = Outcome(config.seed, total, world.trace)
-    for step in range(total + 1):
-        if step < total:
+    outcome = Outcome(config.seed, config.faults + config.calm, world.trace)
+    step = -1
+    while step < world.deadline():
+        step += 1
+        if step < world.deadline():
             world.trace.append(f"{step:04d} {event(world, step)}")
         try:
             check(world, step)
