@@ -340,7 +340,8 @@ def harness_crash(error: BaseException | None) -> HarnessCrash | None:
 class GuardedHarness(Harness[Backend]):
     """A harness as :func:`run_check` hands it to a check. An exception out of a call into it
     (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``,
-    ``pre_termination_spec``, ``signals``, ``inventory``, ``close``) or into its fault
+    ``pre_termination_spec``, ``self_restarting_spec``, ``signals``, ``inventory``,
+    ``close``) or into its fault
     injector, other than :class:`Skip`, :class:`CannotInject`, :class:`HarnessUnavailable`
     and :class:`CheckFailed`, is marked with the call and raised on as it is, so that a
     check that tolerates it (a stateful program tolerates a fault that did not apply) still
@@ -415,6 +416,9 @@ class GuardedHarness(Harness[Backend]):
         return self.guard(
             "pre_termination_spec()", lambda: self.inner.pre_termination_spec(spec, lead, limit)
         )
+
+    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
+        return self.guard("self_restarting_spec()", lambda: self.inner.self_restarting_spec(spec))
 
     def signals(self, backend: Backend, ref: ObjectRef) -> Signalled:
         return self.guard("signals()", lambda: self.inner.signals(backend, ref))

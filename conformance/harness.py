@@ -224,6 +224,9 @@ class Probe(StrEnum):
     """A check may run the adapter's preflight on this target: its probes' waits cost no real
     time here (a virtual clock). A harness on a real cluster, where the probes hold real jobs
     for minutes, lacks it with the reason (``dispatch-conformance preflight`` runs them)."""
+    SELF_RESTARTS = "self_restarts"
+    """:meth:`Harness.self_restarting_spec`: a spec whose object the scheduler itself reruns in
+    place after a failed execution, a bounded number of times, before it ends failed."""
 
 
 @dataclass(frozen=True)
@@ -591,6 +594,17 @@ class Harness(ABC, Generic[B]):
         whose time limits are whole minutes). Needs :attr:`Probe.SIGNALS` in :attr:`offers`,
         with :meth:`signals`."""
         raise CannotInject(Probe.SIGNALS.value)
+
+    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` as this scheduler's adapter asks for the scheduler itself to rerun the
+        object in place after an execution fails, at least once and a bounded number of times,
+        before the object ends failed (Kubeflow: a runtime whose JobSet
+        ``failurePolicy.maxRestarts`` is above 0). Each such rerun is an execution of its own:
+        ``finish`` with a non-zero code then returns once the object has ended or its restart
+        count has risen. Raise :class:`CannotInject` ("self_restarts") where the scheduler
+        never reruns a failed object by itself (Slurm requeues only on a node failure). Needs
+        :attr:`Probe.SELF_RESTARTS` in :attr:`offers`."""
+        raise CannotInject(Probe.SELF_RESTARTS.value)
 
     def signals(self, backend: B, ref: ObjectRef) -> Signalled:
         """What the processes of the first execution of the object ``ref`` names were sent

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import pairwise
-from typing import cast
+from typing import Final, cast
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import (
@@ -60,8 +60,11 @@ from dispatch_core import (
     Observation,
     OutcomeUnknown,
     Plan,
+    Policy,
     Rejected,
     Requeuer,
+    Rule,
+    RuleKind,
     State,
     Tristate,
     parse_execution_env,
@@ -1337,4 +1340,89 @@ def epochs_increase(ctx: Context) -> None:
     ctx.expect(
         all(a < b for a, b in pairwise(epochs)),
         f"executions saw DISPATCH_EPOCH {epochs} in order: not strictly increasing",
+    )
+
+
+SELF_RESTART_BOUND: Final = 10
+"""At most this many failed executions before the check gives up on the object ending (a
+scheduler that counts its restarts in one digit allows nine)."""
+
+
+@check(
+    "IDENT-056",
+    clause=(
+        f"{SEED_001}, The identity check: a requeue moves submit forward; {SEED_000}, "
+        "Execution identity: its DISPATCH_EPOCH is higher"
+    ),
+    needs=Needs(
+        interfaces=(Requeuer,),
+        faults=(Fault.LET_RUN, Fault.FINISH),
+        probes=(Probe.SELF_RESTARTS,),
+    ),
+)
+def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
+    """A requeue after the scheduler's own reruns shows a restart count above every earlier one.
+
+    The object's scheduler reruns it by itself after each failure until it fails for good;
+    the adapter then requeues it: open must show a restart count above every one it showed,
+    and its executions, where they can be seen, DISPATCH_EPOCH in increasing order. The
+    scheduler's own reruns count on the object (Kubernetes: the JobSet's
+    ``status.restarts``, which starts again at 0 on the JobSet a requeue makes): a requeue that
+    counts only the adapter's requeues hands a rerun a count the object had."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped it already
+        raise Skip("adapter implements no Requeuer")
+    answer = ctx.backend.rules(Policy(rules=(Rule(kind=RuleKind.REQUEUE),)))[0].perform
+    if answer.value is not Tristate.YES:
+        raise Skip(f"adapter declares the requeue rule {answer.value}: {answer.reason}")
+    spec = ctx.harness.self_restarting_spec(long_spec(ctx))
+    plan = ctx.plan(spec)
+    ref = ctx.start(plan, submission=1, attempt=1)
+    counts: list[int] = []
+    failed = 0
+    seen = look(ctx, ref, "after its start")
+    while not seen.state.ended:
+        if failed >= SELF_RESTART_BOUND:
+            raise CheckFailed(
+                f"the scheduler reran {ref.id} after each of {failed} failed executions: it "
+                "did not end failed"
+            )
+        seen = run(ctx, ref)
+        if seen.restart_count is not None:
+            counts.append(seen.restart_count)
+        ctx.faults.finish(ref, 3)
+        failed += 1
+        seen = look(ctx, ref, f"after its execution {failed} failed (exit 3)")
+        if seen.restart_count is not None:
+            counts.append(seen.restart_count)
+    ctx.expect(
+        seen.state is State.FAILED,
+        f"open showed {ref.id} {seen.state} after its execution {failed} failed (exit 3)",
+    )
+    ctx.expect(
+        failed >= 2,
+        f"{ref.id}, whose spec asks its scheduler to rerun it after a failure "
+        f"({', '.join(f'{k}={v}' for k, v in sorted(spec.extensions.items()))}), ended at its "
+        "first failure: the adapter did not carry what the spec asked for",
+    )
+    call(
+        ctx, f"requeue({ref.id}) of the object that failed for good", lambda: requeuer.requeue(ref)
+    )
+    after = look(ctx, ref, "after the requeue")
+    ctx.expect(not after.state.ended, f"open after the requeue showed it {after.state}")
+    if after.restart_count is not None and counts:
+        ctx.expect(
+            after.restart_count > max(counts),
+            f"open after the requeue showed restart count {after.restart_count}; the object "
+            f"had shown {counts} while its scheduler reran it",
+        )
+    run(ctx, ref)
+    stop(ctx, ref, "after the requeue")
+    if ctx.harness.lacks(Probe.EXECUTIONS) is not None:
+        return
+    epochs = [i.epoch for i in identities(ctx, (plan.job, [(ref, 1, failed + 1)]))]
+    ctx.expect(
+        all(a < b for a, b in pairwise(epochs)),
+        f"the executions of {ref.id} (rerun by its scheduler, then requeued) saw DISPATCH_EPOCH "
+        f"{epochs} in order: not strictly increasing",
     )

@@ -36,7 +36,7 @@ from adapters.slurm.testing.lookalikes import (
     UNPARSABLE_COMMENTS,
     sibling,
 )
-from adapters.slurm.testing.sim import NO_RECREATE, SimFaults, SlurmSimHarness
+from adapters.slurm.testing.sim import NO_RECREATE, NO_SELF_RESTARTS, SimFaults, SlurmSimHarness
 from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
 from conformance.harness import (
@@ -454,7 +454,8 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
         harness = SlurmSimHarness(job_comment=job_comment)
         assert harness.offers <= known
         lacking = {need: harness.lacks(need) for need in sorted(known) if harness.lacks(need)}
-        expected = {"recreate": NO_RECREATE}  # slurmctld hands out every job id itself
+        # slurmctld hands out every job id itself; a failed command ends the job.
+        expected = {"recreate": NO_RECREATE, "self_restarts": NO_SELF_RESTARTS}
         if job_comment:
             expected["lose_identity_history"] = (
                 "harness cannot inject lose_identity_history (this cluster's accounting keeps "
@@ -615,8 +616,8 @@ def test_scratch_is_the_login_directory_and_goes_with_the_cluster() -> None:
 SIM_HARNESSES = ("slurm-sim", "slurm-sim-nocomment")
 CANNOT = {
     # The faults and probes each harness cannot provide, by design (the skip it must give).
-    "slurm-sim": ("lose_identity_history", "recreate"),
-    "slurm-sim-nocomment": ("recreate",),
+    "slurm-sim": ("lose_identity_history", "recreate", "self_restarts"),
+    "slurm-sim-nocomment": ("recreate", "self_restarts"),
 }
 KNOWN: dict[tuple[str, str], str] = {}
 """(check id, harness) -> the open adapter or simulator bug that makes it fail there."""

@@ -91,6 +91,8 @@ def test_what_each_shape_offers_and_lacks() -> None:
         "records each execution's ranks and their environment)",
         "signals": "harness cannot inject signals (the memory scheduler models no time limit "
         "and no signal: its adapter declares PreTerminationSignal no)",
+        "self_restarts": "harness cannot inject self_restarts (the memory scheduler never "
+        "reruns a failed object by itself: its adapter declares the restart rule no)",
     }
     lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
     assert lacking == refused | {

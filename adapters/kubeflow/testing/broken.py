@@ -161,6 +161,16 @@ class ReleaseKeepsExecution(KubeflowBackend):
         self._update(ref, obj, change, landed, lambda now: None, what)
 
 
+class RequeueForgetsRestarts(KubeflowBackend):
+    """A requeue of a failed TrainJob replaces its terminal JobSet but counts only its own
+    step: the new JobSet's restarts start again at 0, so the restart count the object showed
+    after its JobSet's own restarts comes back, and falls below the highest it showed."""
+
+    def _drop_finished_jobset(self, ref: ObjectRef, obj: Mapping[str, Any]) -> int:
+        super()._drop_finished_jobset(ref, obj)
+        return 0
+
+
 class EnvUnescaped(KubeflowBackend):
     """The spec's env values go into the TrainJob as they are, with no ``$`` doubled: the API
     server's env expansion then turns ``$$`` into ``$`` and ``$(NAME)`` into NAME's value, so a
@@ -257,6 +267,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         ReleaseKeepsExecution,
         only=("IDENT-055",),
     ),
+    Broken(
+        "requeue_forgets_restarts",
+        _doc(RequeueForgetsRestarts),
+        RequeueForgetsRestarts,
+        only=("IDENT-056",),
+    ),
 )
 """Every broken Kubeflow adapter, each wrong in exactly one way."""
 
@@ -281,6 +297,7 @@ env_unescaped = _factory("env_unescaped")
 read_ignores_offset = _factory("read_ignores_offset")
 follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
+requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 
 __all__ = [
     "BY_NAME",
@@ -294,6 +311,7 @@ __all__ = [
     "ReadIgnoresOffset",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",
+    "RequeueForgetsRestarts",
     "StockRuntimeUnflagged",
     *BY_NAME,
 ]

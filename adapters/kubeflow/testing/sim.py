@@ -42,6 +42,7 @@ from kubernetes import config as kube_config
 
 from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import CHECK_NAME, CONTROLLER_NAME, ReadmissionGate
+from adapters.kubeflow.backend import RUNTIME_EXTENSION
 from adapters.kubeflow.testing.lookalikes import (
     ATTEMPT_ANNOTATION,
     COMMA_LIST_REASON,
@@ -66,11 +67,18 @@ from conformance.harness import (
     ReplyLoss,
     look_alike_need,
 )
-from dispatch_core import Clock, JobID, ObjectRef, Rejected
+from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
 from simulators.kubernetes.controllers.kubelet import Kubelet, end_containers, starts
 from simulators.kubernetes.objects import JSON
-from simulators.kubernetes.resources import JOBSETS, PODS, TRAINJOBS, WORKLOADS
+from simulators.kubernetes.resources import (
+    CLUSTERTRAININGRUNTIMES,
+    JOBSETS,
+    PODS,
+    TRAINJOBS,
+    WORKLOADS,
+)
+from simulators.kubernetes.runtimes import dispatch_identity
 from simulators.kubernetes.server import Server
 
 NAMESPACE: Final = "default"
@@ -137,6 +145,20 @@ HELD_REQUEUE: Final = (
     "requeue_underneath(held) (Kueue readmits an evicted Workload by itself: there is no "
     "state in which the scheduler keeps a requeued TrainJob held)"
 )
+RESTARTING_RUNTIME: Final = "dispatch-restarts"
+"""A ClusterTrainingRuntime each cluster of the harnesses has, as a site would make it:
+``dispatch-identity`` whose JobSet restarts once after a failed Job
+(``failurePolicy.maxRestarts: 1``): :meth:`KubeflowSimHarness.self_restarting_spec`."""
+
+
+def restarting_runtime() -> JSON:
+    """The :data:`RESTARTING_RUNTIME` object."""
+    runtime = dispatch_identity()
+    runtime["metadata"]["name"] = RESTARTING_RUNTIME
+    runtime["spec"]["template"]["spec"]["failurePolicy"] = {"maxRestarts": 1}
+    return runtime
+
+
 SIM_OFFERS: Final = frozenset(
     [
         Fault.LET_RUN,
@@ -296,6 +318,7 @@ class SimCluster:
             self.gate = ReadmissionGate(self.plain_client(), namespace=None, clock=self.sim.clock)
         self.kubelet = next(c for c in self.sim.controllers if isinstance(c, Kubelet))
         self.serial = itertools.count(1)
+        self.sim.create(CLUSTERTRAININGRUNTIMES, restarting_runtime())
 
     def configuration(self) -> client.Configuration:
         """The client configuration of the server's kubeconfig: loaded once per cluster (YAML
@@ -437,6 +460,18 @@ class SimCluster:
                 return False
         return True
 
+    def restarts(self, trainjob: JSON) -> int:
+        """How many times the TrainJob's current JobSet has restarted (0 without one)."""
+        metadata = trainjob["metadata"]
+        uid = str(metadata["uid"])
+        counts = [
+            int((js.get("status") or {}).get("restarts") or 0)
+            for js in self.sim.store.select(JOBSETS, str(metadata["namespace"]))
+            if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
+            and not js["metadata"].get("deletionTimestamp")
+        ]
+        return max(counts, default=0)
+
     def finished(self, trainjob: JSON) -> bool:
         for condition in trainjob.get("status", {}).get("conditions") or []:
             if (
@@ -528,8 +563,10 @@ class SimFaults(FaultInjector):
 
     def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
         """Every running container of the object ends now with ``exit_code``; the end then
-        travels up (Job, JobSet, TrainJob) in virtual time."""
+        travels up (Job, JobSet, TrainJob) in virtual time, until the TrainJob has ended or
+        its JobSet has restarted (a runtime with ``maxRestarts``)."""
         trainjob = self._let_run(ref)
+        restarts = self.cluster.restarts(trainjob)
         with self.sim.lock:
             for pod in self.cluster.pods(trainjob):
                 if end_containers(self.sim.cluster, pod, exit_code):
@@ -538,7 +575,11 @@ class SimFaults(FaultInjector):
                         self.kubelet, (str(metadata["namespace"]), str(metadata["name"]))
                     )
             self.sim.runner.settle()
-        self._until(ref, lambda tj: self.cluster.finished(tj), "end")
+        self._until(
+            ref,
+            lambda tj: self.cluster.finished(tj) or self.cluster.restarts(tj) > restarts,
+            "end or restart",
+        )
 
     @property
     def kubelet(self) -> Kubelet:
@@ -903,7 +944,8 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
     ) -> None:
         self.kueue = kueue
         self.name = name or ("kubeflow-sim-kueue" if kueue else "kubeflow-sim")
-        self.offers = SIM_OFFERS | {Fault.REQUEUE_UNDERNEATH} if kueue else SIM_OFFERS
+        offers = SIM_OFFERS | {Probe.SELF_RESTARTS}
+        self.offers = offers | {Fault.REQUEUE_UNDERNEATH} if kueue else offers
         self.seed = seed
         self.seeds = itertools.count(seed)
         self.backend_type = backend_type
@@ -961,6 +1003,12 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
 
     def reopen(self, backend: KubeflowBackend) -> KubeflowBackend:
         return self._backend(self.cluster_of(backend))
+
+    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` on the runtime every cluster of the harness has, whose JobSet restarts
+        once after a failure (:func:`restarting_runtime`)."""
+        extensions = {**spec.extensions, RUNTIME_EXTENSION: RESTARTING_RUNTIME}
+        return spec.model_copy(update={"extensions": extensions})
 
     def clock(self, backend: KubeflowBackend) -> Clock:
         return self.cluster_of(backend).clock

@@ -109,6 +109,10 @@ REFUSED: Final[Mapping[str, str]] = {
         "signals (the memory scheduler models no time limit and no signal: its adapter "
         "declares PreTerminationSignal no)"
     ),
+    Probe.SELF_RESTARTS: (
+        "self_restarts (the memory scheduler never reruns a failed object by itself: its "
+        "adapter declares the restart rule no)"
+    ),
 }
 """What neither shape provides, and why (the text after ``harness cannot inject``)."""
 KUBE_REFUSED: Final[Mapping[str, str]] = {

@@ -37,7 +37,7 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike,
     slurm_look_alike_forms,
 )
-from adapters.slurm.testing.sim import NO_RECREATE, SLURM_IDENTITY
+from adapters.slurm.testing.sim import NO_RECREATE, NO_SELF_RESTARTS, SLURM_IDENTITY
 from adapters.slurm.testing.transport import CallFaults, command_words, lost_reply, program
 from conformance.harness import (
     CannotInject,
@@ -630,6 +630,8 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         refused = LOCAL_REFUSED.get(need)
         if refused is not None:
             return refused
+        if need == Probe.SELF_RESTARTS:
+            return NO_SELF_RESTARTS
         if need == look_alike_need(LookAlike.OTHER_USER) and os.geteuid() != 0:
             return OTHER_USER_REFUSED
         lacking = super().lacks(need)

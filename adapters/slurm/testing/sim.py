@@ -129,6 +129,11 @@ SIM_OFFERS: Final = frozenset(
 )
 """What both simulated clusters offer; ``slurm-sim-nocomment`` offers lose_identity_history
 too (its accounting never kept comments)."""
+NO_SELF_RESTARTS: Final = (
+    "harness cannot inject self_restarts (Slurm never reruns a job whose command failed: it "
+    "requeues by itself only a requeueable job whose node failed, which lose_node and "
+    "requeue_underneath show)"
+)
 NO_RECREATE: Final = (
     "harness cannot inject recreate (slurmctld hands out every job id itself: nobody makes a "
     "job under the id of one that is gone)"
@@ -659,6 +664,8 @@ class SlurmSimHarness(Harness[SlurmBackend]):
             return KEEPS_COMMENTS
         if need == Fault.RECREATE:
             return NO_RECREATE
+        if need == Probe.SELF_RESTARTS:
+            return NO_SELF_RESTARTS
         return super().lacks(need)
 
     def new_backend(self) -> SlurmBackend:
@@ -733,6 +740,7 @@ def slurm_sim_nocomment() -> SlurmSimHarness:
 
 __all__ = [
     "NO_RECREATE",
+    "NO_SELF_RESTARTS",
     "SLURM_IDENTITY",
     "HarnessExecute",
     "SimCluster",
