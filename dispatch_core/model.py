@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     GetCoreSchemaHandler,
+    StrictBool,
     StrictInt,
     field_validator,
     model_serializer,
@@ -219,7 +220,7 @@ class Policy(Value):
     """The ordered recovery rules of a job, and whether its ranks share a checkpoint."""
 
     rules: tuple[Rule, ...] = ()
-    shared_checkpoint: bool = False
+    shared_checkpoint: StrictBool = False
 
 
 class RuleSupport(Value):

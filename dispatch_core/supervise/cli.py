@@ -426,7 +426,7 @@ def _submit(args: argparse.Namespace) -> int:
         raise BadInput(f"--nodes must be 1 or more, not {args.nodes}")
     if args.launch_retries < 0:
         raise BadInput(f"--launch-retries must be 0 or more, not {args.launch_retries}")
-    _check_max_steps(args)
+    _check_counts(args)
     if args.time_bound is not None and not 0 < args.time_bound < float("inf"):
         raise BadInput(f"--time-bound must be a number of seconds above 0, not {args.time_bound}")
     policy = load_policy(args.policy)
@@ -526,13 +526,16 @@ def _left_alone(store: RecordStore, job: JobID, cluster: str, owner: str) -> Non
         _out(f"{job}: left alone, supervised by {lease.owner}")
 
 
-def _check_max_steps(args: argparse.Namespace) -> None:
+def _check_counts(args: argparse.Namespace) -> None:
+    """The options submit and supervise share: counts that cannot be negative."""
     if args.max_steps < 0:
         raise BadInput(f"--max-steps must be 0 or more, not {args.max_steps}")
+    if args.seed < 0:
+        raise BadInput(f"--seed must be 0 or more, not {args.seed}")
 
 
 def _supervise(args: argparse.Namespace) -> int:
-    _check_max_steps(args)
+    _check_counts(args)
     harness = load_harness(args.harness)
     outlives = bool(getattr(harness, "outlives_process", False))
     with _harness_open(harness, outlives):

@@ -134,6 +134,9 @@ def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -
         ["submit", "--harness", "memory-slurm", "--record", "", "--", "true"],
         ["submit", "--harness", "memory-slurm", "--max-steps", "-1", "--", "true"],
         ["supervise", "--harness", "memory-slurm", "--max-steps", "-1"],
+        ["submit", "--harness", "memory-slurm", "--seed", "-1", "--", "true"],
+        ["supervise", "--harness", "memory-slurm", "--seed", "-3"],
+        ["submit", "--harness", "memory-slurm", "--policy", "YESCHECKPOINT", "--", "true"],
         ["submit", "--harness", ":memory_slurm", "--", "true"],
         ["submit", "--harness", "no.such.module:harness", "--", "true"],
         ["submit", "--harness", "adapters.memory.testing.harness:nosuch", "--", "true"],
@@ -155,11 +158,13 @@ def test_bad_input_is_one_line_and_exit_2(
         "REQUEUE": tmp_path / "requeue.json",
         "DIR": tmp_path,
         "BINARY": tmp_path / "binary.json",
+        "YESCHECKPOINT": tmp_path / "checkpoint.json",
     }
     files["BINARY"].write_bytes(b"\xff\xfe{}")
     files["BADJSON"].write_text("{rules: ")
     files["BADRULE"].write_text('{"rules": [{"kind": "teleport"}]}')
     files["REQUEUE"].write_text('{"rules": [{"kind": "requeue"}]}')  # memory cannot requeue
+    files["YESCHECKPOINT"].write_text('{"shared_checkpoint": "yes"}')  # a boolean, not text
     argv = [str(files[a]) if a in files else a for a in argv]
     assert cli.main(argv) == 2
     out = capsys.readouterr()
