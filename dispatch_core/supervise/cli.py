@@ -14,6 +14,10 @@
   record alone.
 - ``dispatch supervise --harness NAME``: supervises every unfinished job of the record until
   idle, one progress line per action.
+- ``dispatch release JOB --harness NAME``: a person releases a job held for them (a failure's
+  hold: it runs again as its next submission), then every unfinished job is supervised until
+  idle; ``dispatch cancel JOB --harness NAME`` stops the job's live objects and records it
+  cancelled.
 
 The record is ``--record`` (a path, or a ``postgresql://`` DSN), or ``$DISPATCH_RECORD``, or
 ``$XDG_DATA_HOME/dispatch/record.sqlite`` (``~/.local/share/dispatch/record.sqlite``). Bad
@@ -344,6 +348,36 @@ def parser() -> argparse.ArgumentParser:
     supervise.add_argument(
         "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
     )
+
+    release = commands.add_parser(
+        "release",
+        help="release a job held for a person, then supervise until idle",
+        description="Release JOB from its hold for a person (a failure's hold: the job runs "
+        "again as its next submission), then supervise every unfinished job of the record "
+        "until idle, with progress. Refused when JOB is not held for a person.",
+    )
+    release.add_argument("job", metavar="JOB", help="the job id (as dispatch status shows it)")
+    release.add_argument(
+        "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
+    )
+    release.add_argument("--record", metavar="PATH|DSN", help=record_help)
+    release.add_argument("--seed", type=int, default=0, metavar="S", help="as for submit")
+    release.add_argument(
+        "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
+    )
+
+    cancel = commands.add_parser(
+        "cancel",
+        help="cancel a job: stop its live objects, record it cancelled",
+        description="Cancel JOB: stop every live object of it within the shutdown budget and "
+        "record it cancelled (a cancel that has not seen every object end goes on at the next "
+        "supervise). Exit status 1: the job ended cancelled.",
+    )
+    cancel.add_argument("job", metavar="JOB", help="the job id (as dispatch status shows it)")
+    cancel.add_argument(
+        "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
+    )
+    cancel.add_argument("--record", metavar="PATH|DSN", help=record_help)
     return top
 
 
@@ -536,6 +570,55 @@ def _check_counts(args: argparse.Namespace) -> None:
 
 def _supervise(args: argparse.Namespace) -> int:
     _check_counts(args)
+    statuses = _supervising(args, None, until_idle=True)
+    if statuses:
+        _out(_table(statuses))
+    else:
+        _out("no unfinished jobs in the record")
+    return _exit_code(statuses)
+
+
+def _release(args: argparse.Namespace) -> int:
+    _check_counts(args)
+    job = _job_arg(args.job)
+
+    def release(supervisor: Supervisor) -> Status:
+        return _tell(supervisor.release(job), "released")
+
+    statuses = _supervising(args, release, until_idle=True)
+    return _exit_code([s for s in statuses if s.job == job])
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    job = _job_arg(args.job)
+
+    def cancel(supervisor: Supervisor) -> Status:
+        return _tell(supervisor.cancel(job), "cancelled")
+
+    statuses = _supervising(args, cancel, until_idle=False)
+    return _exit_code([s for s in statuses if s.job == job])
+
+
+def _job_arg(text: str) -> JobID:
+    try:
+        return JobID.parse(text)
+    except ValueError as error:
+        raise BadInput(str(error)) from None
+
+
+def _tell(status: Status, what: str) -> Status:
+    _out(f"{what} {status.job}")
+    return status
+
+
+Act = Callable[[Supervisor], Status]
+"""What a person does to one job through a supervisor (release, cancel): its status after."""
+
+
+def _supervising(args: argparse.Namespace, act: Act | None, *, until_idle: bool) -> list[Status]:
+    """A supervisor on the harness's backend and the record: ``act`` first, then, with
+    ``until_idle``, every unfinished job supervised until idle. The status of each unfinished
+    job and of the one acted on; why each unfinished one was left alone is printed."""
     harness = load_harness(args.harness)
     outlives = bool(getattr(harness, "outlives_process", False))
     with _harness_open(harness, outlives):
@@ -545,28 +628,32 @@ def _supervise(args: argparse.Namespace) -> int:
             clock = harness.clock(backend)
             leases = HostLeases(store) if _own_clock(clock) else store
             supervisor = Supervisor(backend, leases, clock, progress=_out)
-            driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
             release_orphans(store)
             before = store.unfinished()
-            supervisor.run_until_idle(args.max_steps, between=driver)
+            acted = act(supervisor) if act is not None else None
+            if until_idle:
+                driver = None if outlives else Driver(harness, backend, supervisor, args.seed)
+                supervisor.run_until_idle(args.max_steps, between=driver)
             statuses = [supervisor.status(job) for job in before]
+            if acted is not None and acted.job not in before:
+                statuses.append(supervisor.status(acted.job))
             supervisor.close()
             for status in statuses:
                 if not status.finished:
                     _left_alone(store, status.job, backend.name, supervisor.owner)
         finally:
             store.close()
-    if statuses:
-        _out(_table(statuses))
-    else:
-        _out("no unfinished jobs in the record")
-    return _exit_code(statuses)
+    if act is not None:
+        _out(_table([s for s in statuses if acted is not None and s.job == acted.job]))
+    return statuses
 
 
 COMMANDS: Final[dict[str, Callable[[argparse.Namespace], int]]] = {
     "submit": _submit,
     "status": _status,
     "supervise": _supervise,
+    "release": _release,
+    "cancel": _cancel,
 }
 
 
@@ -575,7 +662,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         if args.command is None:
-            raise BadInput("a command is needed: submit, status or supervise (see --help)")
+            raise BadInput(
+                "a command is needed: submit, status, supervise, release or cancel (see --help)"
+            )
         return COMMANDS[args.command](args)
     except BadInput as error:
         print(f"dispatch: {redact_text(str(error))}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""The host CLI ``dispatch``: submit, status and supervise through a subprocess with a
+"""The host CLI ``dispatch``: submit, status, supervise, release and cancel with a
 temporary record, the default record path under the user's data directory, and bad input
 (one line on stderr, exit status 2, never a traceback)."""
 
@@ -90,6 +90,47 @@ def test_supervise_finishes_what_a_submit_left(tmp_path: Path) -> None:
     assert again.returncode == 0 and "no unfinished jobs" in again.stdout
 
 
+def _held(record: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """A job of memory-slurm held for a person after a failed execution (seed 1 fails the
+    first execution the in-process scheduler runs)."""
+    policy = record.parent / "hold.json"
+    policy.write_text('{"rules": [{"kind": "hold"}]}')
+    argv = ["submit", "--harness", "memory-slurm", "--record", str(record), "--seed", "1"]
+    assert cli.main([*argv, "--policy", str(policy), "--", "true"]) == 3  # waits for a person
+    out = capsys.readouterr().out
+    assert "hold (rule 0) on exit_code" in out
+    return next(line.split()[1] for line in out.splitlines() if line.startswith("submitted"))
+
+
+def test_a_person_releases_a_held_job_and_it_runs_as_its_next_submission(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = tmp_path / "r.sqlite"
+    job = _held(record, capsys)
+    argv = ["release", job, "--harness", "memory-slurm", "--record", str(record)]
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"released {job}" in out
+    assert "release on exit_code: released by a person" in out
+    assert "intent: submission 2, attempt 2" in out and "terminal: succeeded" in out
+    # Released once: a second release is refused, one line, exit 2.
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err == f"dispatch: job {job} is not held for a person\n"
+
+
+def test_a_person_cancels_a_held_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    record = tmp_path / "r.sqlite"
+    job = _held(record, capsys)
+    assert cli.main(["cancel", job, "--harness", "memory-slurm", "--record", str(record)]) == 1
+    out = capsys.readouterr().out
+    assert f"cancelled {job}" in out and "terminal: cancelled/cancelled" in out
+    assert cli.main(["status", job, "--json", "--record", str(record)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["state"], data["finished"]) == ("cancelled", True)
+    argv = ["release", job, "--harness", "memory-slurm", "--record", str(record)]
+    assert cli.main(argv) == 2  # a cancelled job is held no more
+
+
 def test_a_harness_given_as_module_factory(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -137,6 +178,12 @@ def test_bad_input_through_a_subprocess_is_one_line_and_exit_2(tmp_path: Path) -
         ["submit", "--harness", "memory-slurm", "--seed", "-1", "--", "true"],
         ["supervise", "--harness", "memory-slurm", "--seed", "-3"],
         ["submit", "--harness", "memory-slurm", "--policy", "YESCHECKPOINT", "--", "true"],
+        ["release"],
+        ["release", "not-a-job", "--harness", "memory-slurm"],
+        ["release", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--harness", "memory-slurm"],
+        ["release", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--harness", "memory-slurm", "--seed", "-1"],
+        ["cancel", "01ARZ3NDEKTSV4RRFFQ69G5FAV"],
+        ["cancel", "01ARZ3NDEKTSV4RRFFQ69G5FAV", "--harness", "memory-slurm"],
         ["submit", "--harness", ":memory_slurm", "--", "true"],
         ["submit", "--harness", "no.such.module:harness", "--", "true"],
         ["submit", "--harness", "adapters.memory.testing.harness:nosuch", "--", "true"],
@@ -173,7 +220,7 @@ def test_bad_input_is_one_line_and_exit_2(
     assert "Traceback" not in out.err
 
 
-@pytest.mark.parametrize("command", ["submit", "status", "supervise"])
+@pytest.mark.parametrize("command", ["submit", "status", "supervise", "release", "cancel"])
 def test_help_answers_every_option(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main([command, "--help"])
