@@ -2,8 +2,9 @@
 ``kubeflow-sim-kueue`` harnesses.
 
 - ``kubeflow-sim``: :class:`~adapters.kubeflow.KubeflowBackend` on a fresh
-  :class:`~simulators.kubernetes.KubeSim` per backend (four nodes, the stock runtimes and
-  ``dispatch-identity``, containers that run until something ends them), no Kueue;
+  :class:`~simulators.kubernetes.KubeSim` per backend (four nodes, the stock runtimes,
+  ``dispatch-identity`` and the harness's ``dispatch-restarts``, containers that run until
+  something ends them), no Kueue;
 - ``kubeflow-sim-kueue``: the same cluster with Kueue, whose ClusterQueue lists the readmission
   gate's AdmissionCheck, and the gate (:class:`~adapters.kubeflow.admission.ReadmissionGate`)
   run in process: it makes a pass whenever the harness moves the clock (before time moves, and
