@@ -1363,8 +1363,9 @@ scheduler that counts its restarts in one digit allows nine)."""
 def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
     """A requeue after the scheduler's own reruns shows a restart count above every earlier one.
 
-    The object's scheduler reruns it by itself after each failure until it fails for good;
-    the adapter then requeues it: open must show a restart count above every one it showed,
+    The object's scheduler reruns it by itself after each failure until it fails for good:
+    open must show each rerun a restart count above the one before. The adapter then requeues
+    it: open must show a restart count above every one it showed,
     and its executions, where they can be seen, DISPATCH_EPOCH in increasing order. The
     scheduler's own reruns count on the object (Kubernetes: the JobSet's
     ``status.restarts``, which starts again at 0 on the JobSet a requeue makes): a requeue that
@@ -1379,6 +1380,7 @@ def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
     plan = ctx.plan(spec)
     ref = ctx.start(plan, submission=1, attempt=1)
     counts: list[int] = []
+    running: list[int] = []  # the count open showed while each execution ran
     failed = 0
     seen = look(ctx, ref, "after its start")
     while not seen.state.ended:
@@ -1390,6 +1392,7 @@ def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
         seen = run(ctx, ref)
         if seen.restart_count is not None:
             counts.append(seen.restart_count)
+            running.append(seen.restart_count)
         ctx.faults.finish(ref, 3)
         failed += 1
         seen = look(ctx, ref, f"after its execution {failed} failed (exit 3)")
@@ -1404,6 +1407,11 @@ def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
         f"{ref.id}, whose spec asks its scheduler to rerun it after a failure "
         f"({', '.join(f'{k}={v}' for k, v in sorted(spec.extensions.items()))}), ended at its "
         "first failure: the adapter did not carry what the spec asked for",
+    )
+    ctx.expect(
+        all(a < b for a, b in pairwise(running)),
+        f"open showed restart counts {running} while the executions of {ref.id} ran, one "
+        "after another, its scheduler rerunning it after each failure: not strictly increasing",
     )
     call(
         ctx, f"requeue({ref.id}) of the object that failed for good", lambda: requeuer.requeue(ref)

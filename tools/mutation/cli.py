@@ -334,12 +334,20 @@ def build_report(sources: Sequence[str]) -> Report:
     mutants = load_mutants(MUTANTS, sources)
     unkilled = [m for m in mutants if m.status not in (KILLED, TIMEOUT)]
     texts = text_only(unkilled)
-    found = diffs((m.name, m.path) for m in unkilled if m.status != NOT_CHECKED or m.name in texts)
     # an entry of a module this run leaves out matches nothing here, and says nothing
     modules = {source.removesuffix(".py").replace("/", ".") for source in sources}
+    equivalents = [e for e in load_equivalents(EQUIVALENTS) if e.module in modules]
+    # an untested mutant of a listed function still has its diff read, so that its entry
+    # matches it (a sample or --module run leaves most untested: no false "matches no mutant")
+    listed = {(e.module, e.function) for e in equivalents}
+    found = diffs(
+        (m.name, m.path)
+        for m in unkilled
+        if m.status != NOT_CHECKED or m.name in texts or (m.module, m.function) in listed
+    )
     return Report(
         mutants=mutants,
-        equivalents=[e for e in load_equivalents(EQUIVALENTS) if e.module in modules],
+        equivalents=equivalents,
         diffs={name: (d[0], d[1]) for name, d in found.items()},
         texts=texts,
     )
