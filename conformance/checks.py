@@ -339,7 +339,7 @@ def harness_crash(error: BaseException | None) -> HarnessCrash | None:
 
 class GuardedHarness(Harness[Backend]):
     """A harness as :func:`run_check` hands it to a check. An exception out of a call into it
-    (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``,
+    (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``, ``images``,
     ``pre_termination_spec``, ``self_restarting_spec``, ``signals``, ``inventory``,
     ``close``) or into its fault
     injector, other than :class:`Skip`, :class:`CannotInject`, :class:`HarnessUnavailable`
@@ -411,6 +411,9 @@ class GuardedHarness(Harness[Backend]):
 
     def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
         return self.guard("executions()", lambda: self.inner.executions(backend, ref))
+
+    def images(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[str]]:
+        return self.guard("images()", lambda: self.inner.images(backend, ref))
 
     def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
         return self.guard(
@@ -504,6 +507,11 @@ class Context:
         return [
             [dict(env) for env in ranks] for ranks in self.harness.executions(self.backend, ref)
         ]
+
+    def images(self, ref: ObjectRef) -> list[list[str]]:
+        """The image each rank of each execution of the object ran in (the harness's
+        :meth:`Harness.images`)."""
+        return [list(ranks) for ranks in self.harness.images(self.backend, ref)]
 
     def signals(self, ref: ObjectRef) -> Signalled:
         """What the processes of the object's first execution were sent before their end (the

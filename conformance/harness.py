@@ -224,6 +224,9 @@ class Probe(StrEnum):
     """A check may run the adapter's preflight on this target: its probes' waits cost no real
     time here (a virtual clock). A harness on a real cluster, where the probes hold real jobs
     for minutes, lacks it with the reason (``dispatch-conformance preflight`` runs them)."""
+    IMAGES = "images"
+    """:meth:`Harness.images`: the container image each rank of each execution ran in, as the
+    target saw it."""
     SELF_RESTARTS = "self_restarts"
     """:meth:`Harness.self_restarting_spec`: a spec whose object the scheduler itself reruns in
     place after a failed execution, a bounded number of times, before it ends failed."""
@@ -578,6 +581,13 @@ class Harness(ABC, Generic[B]):
         """For each execution of the object ``ref`` names, in order, the environment each rank
         saw. Raise :class:`CannotInject` ("executions") when the harness cannot see them."""
         raise CannotInject(Probe.EXECUTIONS.value)
+
+    def images(self, backend: B, ref: ObjectRef) -> Sequence[Sequence[str]]:
+        """For each execution of the object ``ref`` names, in order, the container image each
+        rank ran in, as the target saw it (the node's runtime, never the adapter's word). Raise
+        :class:`CannotInject` ("images") when the harness cannot see them. Needs
+        :attr:`Probe.IMAGES` in :attr:`offers`."""
+        raise CannotInject(Probe.IMAGES.value)
 
     def host(self, backend: B) -> Host:
         """The filesystem ``backend``'s jobs run on. The default has none (checks that need

@@ -135,11 +135,15 @@ SPEC_NEEDED: tuple[Capability, ...] = (
 """The five capabilities a spec can need, in the seed table's order."""
 
 
+CHECK_IMAGE: Final = "docker.io/library/busybox:1.36"
+"""The image the ContainerImage checks ask for (dispatch.Image)."""
+
+
 def needing(capability: Capability) -> dict[str, object]:
     """JobSpec fields that make a spec need ``capability`` (none for AttemptInjection, which
     every spec needs)."""
     fields: dict[Capability, dict[str, object]] = {
-        Capability.CONTAINER_IMAGE: {"extensions": {IMAGE: "docker.io/library/busybox:1.36"}},
+        Capability.CONTAINER_IMAGE: {"extensions": {IMAGE: CHECK_IMAGE}},
         Capability.ATTEMPT_INJECTION: {},
         Capability.WORKING_DIRECTORY: {"work_dir": "/tmp"},
         Capability.PROCS_PER_NODE: {"procs_per_node": 2},
@@ -695,6 +699,34 @@ def working_directory_honoured(ctx: Context) -> None:
         not wrong,
         f"declares WorkingDirectory yes, but ranks ran in "
         f"{', '.join(f'rank {r}: {p!r}' for r, p in wrong)}, not work_dir {work_dir!r}",
+    )
+
+
+@check(
+    "CAP-022",
+    clause=f"{BEHAVIOUR_CLAUSE}: ContainerImage, dispatch.Image is honoured",
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.IMAGES,)),
+    verifies=(Capability.CONTAINER_IMAGE,),
+)
+def container_image_honoured(ctx: Context) -> None:
+    """A declared ContainerImage yes is honoured: every rank runs in the dispatch.Image image."""
+    nodes = 2
+    spec = ctx.spec(nodes=nodes, **needing(Capability.CONTAINER_IMAGE))
+    declared_yes(ctx, spec, Capability.CONTAINER_IMAGE)
+    ref = ctx.start(ctx.plan(spec))
+    ctx.faults.let_run(ref)
+
+    def first() -> list[str] | None:
+        runs = ctx.images(ref)
+        return runs[0] if runs else None
+
+    ranks = ctx.wait_until(first, f"the first execution of a job of {nodes} nodes", 120.0)
+    wrong = [(rank, image) for rank, image in enumerate(ranks) if image != CHECK_IMAGE]
+    ctx.expect(
+        len(ranks) == nodes and not wrong,
+        f"declares ContainerImage yes, but a job of {nodes} nodes with {IMAGE}={CHECK_IMAGE!r} "
+        f"ran {len(ranks)} rank(s) in "
+        f"{', '.join(f'rank {r}: {i!r}' for r, i in enumerate(ranks)) or 'no image'}",
     )
 
 

@@ -36,7 +36,13 @@ from adapters.slurm.testing.lookalikes import (
     UNPARSABLE_COMMENTS,
     sibling,
 )
-from adapters.slurm.testing.sim import NO_RECREATE, NO_SELF_RESTARTS, SimFaults, SlurmSimHarness
+from adapters.slurm.testing.sim import (
+    NO_IMAGES,
+    NO_RECREATE,
+    NO_SELF_RESTARTS,
+    SimFaults,
+    SlurmSimHarness,
+)
 from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
 from conformance.harness import (
@@ -455,7 +461,11 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
         assert harness.offers <= known
         lacking = {need: harness.lacks(need) for need in sorted(known) if harness.lacks(need)}
         # slurmctld hands out every job id itself; a failed command ends the job.
-        expected = {"recreate": NO_RECREATE, "self_restarts": NO_SELF_RESTARTS}
+        expected = {
+            "recreate": NO_RECREATE,
+            "self_restarts": NO_SELF_RESTARTS,
+            "images": NO_IMAGES,  # no container image: ContainerImage no
+        }
         if job_comment:
             expected["lose_identity_history"] = (
                 "harness cannot inject lose_identity_history (this cluster's accounting keeps "
@@ -616,8 +626,8 @@ def test_scratch_is_the_login_directory_and_goes_with_the_cluster() -> None:
 SIM_HARNESSES = ("slurm-sim", "slurm-sim-nocomment")
 CANNOT = {
     # The faults and probes each harness cannot provide, by design (the skip it must give).
-    "slurm-sim": ("lose_identity_history", "recreate", "self_restarts"),
-    "slurm-sim-nocomment": ("recreate", "self_restarts"),
+    "slurm-sim": ("lose_identity_history", "recreate", "self_restarts", "images"),
+    "slurm-sim-nocomment": ("recreate", "self_restarts", "images"),
 }
 KNOWN: dict[tuple[str, str], str] = {}
 """(check id, harness) -> the open adapter or simulator bug that makes it fail there."""

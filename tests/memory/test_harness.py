@@ -91,6 +91,8 @@ def test_what_each_shape_offers_and_lacks() -> None:
         "records each execution's ranks and their environment)",
         "signals": "harness cannot inject signals (the memory scheduler models no time limit "
         "and no signal: its adapter declares PreTerminationSignal no)",
+        "images": "harness cannot inject images (the memory scheduler runs no container: its "
+        "adapter declares ContainerImage no)",
         "self_restarts": "harness cannot inject self_restarts (the memory scheduler never "
         "reruns a failed object by itself: its adapter declares the restart rule no)",
     }

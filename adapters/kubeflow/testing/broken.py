@@ -171,6 +171,16 @@ class RequeueForgetsRestarts(KubeflowBackend):
         return 0
 
 
+class ImageDropped(KubeflowBackend):
+    """The TrainJob leaves ``spec.trainer.image`` out whatever dispatch.Image says (ContainerImage
+    is still answered yes): every rank runs the runtime's own image."""
+
+    def trainjob(self, plan: Plan, submission: int, attempt: int) -> JSON:
+        body = super().trainjob(plan, submission, attempt)
+        body["spec"]["trainer"].pop("image", None)
+        return body
+
+
 class EnvUnescaped(KubeflowBackend):
     """The spec's env values go into the TrainJob as they are, with no ``$`` doubled: the API
     server's env expansion then turns ``$$`` into ``$`` and ``$(NAME)`` into NAME's value, so a
@@ -267,6 +277,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         ReleaseKeepsExecution,
         only=("IDENT-055",),
     ),
+    Broken("image_dropped", _doc(ImageDropped), ImageDropped, only=("CAP-022",)),
     Broken(
         "requeue_forgets_restarts",
         _doc(RequeueForgetsRestarts),
@@ -298,6 +309,7 @@ read_ignores_offset = _factory("read_ignores_offset")
 follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
+image_dropped = _factory("image_dropped")
 
 __all__ = [
     "BY_NAME",
@@ -308,6 +320,7 @@ __all__ = [
     "FindByNamePrefix",
     "FollowFromTheEnd",
     "HoldIgnoresResourceVersion",
+    "ImageDropped",
     "ReadIgnoresOffset",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",

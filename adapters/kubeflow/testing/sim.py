@@ -70,7 +70,7 @@ from conformance.harness import (
 )
 from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
-from simulators.kubernetes.controllers.kubelet import Kubelet, end_containers, starts
+from simulators.kubernetes.controllers.kubelet import Kubelet, Start, end_containers, starts
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import (
     CLUSTERTRAININGRUNTIMES,
@@ -177,6 +177,7 @@ SIM_OFFERS: Final = frozenset(
         Fault.RECREATE,
         *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.COMMA_LIST),
         Probe.EXECUTIONS,
+        Probe.IMAGES,
         Probe.INVENTORY,
         Probe.PREFLIGHT,
     ]
@@ -491,14 +492,22 @@ class SimCluster:
         return None
 
     def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
+        """The env each rank of each execution of the ref's TrainJob saw (:meth:`runs`)."""
+        return [[start.env for start in ranks] for ranks in self.runs(ref)]
+
+    def images(self, ref: ObjectRef) -> list[list[str]]:
+        """The image each rank of each execution of the ref's TrainJob ran (:meth:`runs`)."""
+        return [[start.image for start in ranks] for ranks in self.runs(ref)]
+
+    def runs(self, ref: ObjectRef) -> list[list[Start]]:
         """The container starts of the ref's TrainJob, grouped into executions by (execution
-        annotation, restart-attempt) in start order, each its ranks' env by completion index.
+        annotation, restart-attempt) in start order, each its ranks' by completion index.
         A rank that starts again within one group (a container restarted in place, a Job's
         replacement pod) begins a new execution under that key: it ran again, whatever
         identity it saw."""
         self.sync()
         namespace, _, name = ref.id.partition("/")
-        groups: dict[tuple[str, str, int], list[tuple[int, dict[str, str]]]] = {}
+        groups: dict[tuple[str, str, int], list[tuple[int, Start]]] = {}
         runs: dict[tuple[str, str, int], int] = {}
         for start in starts(self.sim.cluster):
             if start.namespace != namespace or start.container != CONTAINER:
@@ -512,8 +521,8 @@ class SimCluster:
             key = (start.annotations.get(EXECUTION, ""), start.labels.get(RESTART_ATTEMPT, ""))
             run = runs.get((*key, index), 0)
             runs[(*key, index)] = run + 1
-            groups.setdefault((*key, run), []).append((index, start.env))
-        return [[env for _, env in sorted(ranks, key=lambda r: r[0])] for ranks in groups.values()]
+            groups.setdefault((*key, run), []).append((index, start))
+        return [[s for _, s in sorted(ranks, key=lambda r: r[0])] for ranks in groups.values()]
 
     def inventory(self) -> list[str]:
         """Every TrainJob in the user's namespace that has not ended."""
@@ -1021,6 +1030,9 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self, backend: KubeflowBackend, ref: ObjectRef
     ) -> Sequence[Sequence[Mapping[str, str]]]:
         return self.cluster_of(backend).executions(ref)
+
+    def images(self, backend: KubeflowBackend, ref: ObjectRef) -> Sequence[Sequence[str]]:
+        return self.cluster_of(backend).images(ref)
 
     def inventory(self, backend: KubeflowBackend) -> Sequence[str]:
         return self.cluster_of(backend).inventory()

@@ -109,6 +109,9 @@ REFUSED: Final[Mapping[str, str]] = {
         "signals (the memory scheduler models no time limit and no signal: its adapter "
         "declares PreTerminationSignal no)"
     ),
+    Probe.IMAGES: (
+        "images (the memory scheduler runs no container: its adapter declares ContainerImage no)"
+    ),
     Probe.SELF_RESTARTS: (
         "self_restarts (the memory scheduler never reruns a failed object by itself: its "
         "adapter declares the restart rule no)"

@@ -37,7 +37,7 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike,
     slurm_look_alike_forms,
 )
-from adapters.slurm.testing.sim import NO_RECREATE, NO_SELF_RESTARTS, SLURM_IDENTITY
+from adapters.slurm.testing.sim import NO_IMAGES, NO_RECREATE, NO_SELF_RESTARTS, SLURM_IDENTITY
 from adapters.slurm.testing.transport import CallFaults, command_words, lost_reply, program
 from conformance.harness import (
     CannotInject,
@@ -632,6 +632,8 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
             return refused
         if need == Probe.SELF_RESTARTS:
             return NO_SELF_RESTARTS
+        if need == Probe.IMAGES:
+            return NO_IMAGES
         if need == look_alike_need(LookAlike.OTHER_USER) and os.geteuid() != 0:
             return OTHER_USER_REFUSED
         lacking = super().lacks(need)

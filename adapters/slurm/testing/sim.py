@@ -134,6 +134,10 @@ NO_SELF_RESTARTS: Final = (
     "requeues by itself only a requeueable job whose node failed, which lose_node and "
     "requeue_underneath show)"
 )
+NO_IMAGES: Final = (
+    "harness cannot inject images (a Slurm job's steps run on the node as they are, in no "
+    "container image: the adapter declares ContainerImage no)"
+)
 NO_RECREATE: Final = (
     "harness cannot inject recreate (slurmctld hands out every job id itself: nobody makes a "
     "job under the id of one that is gone)"
@@ -666,6 +670,8 @@ class SlurmSimHarness(Harness[SlurmBackend]):
             return NO_RECREATE
         if need == Probe.SELF_RESTARTS:
             return NO_SELF_RESTARTS
+        if need == Probe.IMAGES:
+            return NO_IMAGES
         return super().lacks(need)
 
     def new_backend(self) -> SlurmBackend:
@@ -739,6 +745,7 @@ def slurm_sim_nocomment() -> SlurmSimHarness:
 
 
 __all__ = [
+    "NO_IMAGES",
     "NO_RECREATE",
     "NO_SELF_RESTARTS",
     "SLURM_IDENTITY",

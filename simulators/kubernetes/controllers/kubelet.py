@@ -118,7 +118,8 @@ class PodRuntime:
 
 @dataclass(frozen=True)
 class Start:
-    """One container start, as its kubelet saw it: the pod then, and the environment."""
+    """One container start, as its kubelet saw it: the pod then, the environment and the image
+    the container runs."""
 
     at: float
     namespace: str
@@ -128,6 +129,7 @@ class Start:
     labels: dict[str, str]
     annotations: dict[str, str]
     env: dict[str, str]
+    image: str
 
 
 STARTS_KEY: Final = "kubelet-starts"
@@ -276,6 +278,7 @@ class Kubelet(Controller):
                 dict(labels_of(pod)),
                 dict(annotations_of(pod)),
                 container_env(seen, spec),
+                container.image,
             )
         )
 
