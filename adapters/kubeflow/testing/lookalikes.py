@@ -153,6 +153,8 @@ class Form:
     about: str
     other_namespace: bool = False
     extra_labels: tuple[tuple[str, str], ...] = ()
+    execution: int = 1
+    """The execution its runtime patch names (``dispatch/execution``)."""
 
 
 CASE_FORMS: Final = ("the ULID in lower case", "odd letters lower", "even letters lower")
@@ -202,6 +204,12 @@ def _near() -> tuple[tuple[str | None, str | None, str, tuple[tuple[str, str], .
 NEAR: Final = _near()
 """Near identities: each near decimal in the submission label (where it is a label value) and
 in the attempt annotation, plus a trailing newline and a renamed submission label."""
+NEAR_EXECUTIONS: Final = (
+    (100_000, "the execution annotation is at its bound (100000)"),
+    (0, "the execution annotation is zero"),
+)
+"""Near identities in the runtime patch: an execution just outside ``[1, 100000)``, with a
+valid submission and attempt."""
 
 
 def look_alike_forms(kind: LookAlike) -> int:
@@ -211,7 +219,7 @@ def look_alike_forms(kind: LookAlike) -> int:
     if kind is LookAlike.UNPARSABLE_IDENTITY:
         return len(UNPARSABLE)
     if kind is LookAlike.NEAR_IDENTITY:
-        return len(NEAR)
+        return len(NEAR) + len(NEAR_EXECUTIONS)
     if kind is LookAlike.COMMA_LIST:
         return 0
     return 1
@@ -237,7 +245,11 @@ def look_alike(job: JobID, kind: LookAlike, variant: int = 0) -> Form:
     if kind is LookAlike.OTHER_USER:
         return Form(ulid, "1", "1", f"another user's, in namespace {OTHER_NAMESPACE}", True)
     if kind is LookAlike.NEAR_IDENTITY:
-        submission, attempt, about, extra = NEAR[variant % len(NEAR)]
+        index = variant % look_alike_forms(kind)
+        if index >= len(NEAR):
+            execution, about = NEAR_EXECUTIONS[index - len(NEAR)]
+            return Form(ulid, "1", "1", about, execution=execution)
+        submission, attempt, about, extra = NEAR[index]
         return Form(ulid, submission, attempt, about, extra_labels=extra)
     raise ValueError(COMMA_LIST_REASON)
 

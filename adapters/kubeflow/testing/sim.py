@@ -901,7 +901,7 @@ class SimFaults(FaultInjector):
         annotations = {} if form.attempt is None else {ATTEMPT_ANNOTATION: form.attempt}
         namespace = OTHER_NAMESPACE if form.other_namespace else NAMESPACE
         name = f"dj-{str(job_id).lower()}-la{next(self.cluster.serial)}"
-        body = dispatch_trainjob(name, labels, annotations, suspend=True)
+        body = dispatch_trainjob(name, labels, annotations, suspend=True, execution=form.execution)
         with self.sim.lock:
             self.sim.create(TRAINJOBS, body, namespace)
         if requeued:
