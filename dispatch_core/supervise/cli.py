@@ -340,14 +340,7 @@ def parser() -> argparse.ArgumentParser:
         help="supervise every unfinished job until idle",
         description="Supervise every unfinished job of the record until idle, with progress.",
     )
-    supervise.add_argument(
-        "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
-    )
-    supervise.add_argument("--record", metavar="PATH|DSN", help=record_help)
-    supervise.add_argument("--seed", type=int, default=0, metavar="S", help="as for submit")
-    supervise.add_argument(
-        "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
-    )
+    _cluster_options(supervise, record_help, supervises=True)
 
     release = commands.add_parser(
         "release",
@@ -357,14 +350,7 @@ def parser() -> argparse.ArgumentParser:
         "until idle, with progress. Refused when JOB is not held for a person.",
     )
     release.add_argument("job", metavar="JOB", help="the job id (as dispatch status shows it)")
-    release.add_argument(
-        "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
-    )
-    release.add_argument("--record", metavar="PATH|DSN", help=record_help)
-    release.add_argument("--seed", type=int, default=0, metavar="S", help="as for submit")
-    release.add_argument(
-        "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
-    )
+    _cluster_options(release, record_help, supervises=True)
 
     cancel = commands.add_parser(
         "cancel",
@@ -374,11 +360,24 @@ def parser() -> argparse.ArgumentParser:
         "supervise). Exit status 1: the job ended cancelled.",
     )
     cancel.add_argument("job", metavar="JOB", help="the job id (as dispatch status shows it)")
-    cancel.add_argument(
+    _cluster_options(cancel, record_help, supervises=False)
+    return top
+
+
+def _cluster_options(
+    command: argparse.ArgumentParser, record_help: str, *, supervises: bool
+) -> None:
+    """The options of a command that acts through a harness's backend on the record: --harness
+    and --record; with ``supervises`` (it runs until idle), --seed and --max-steps too."""
+    command.add_argument(
         "--harness", required=True, help="a dispatch.harnesses entry point name, or module:factory"
     )
-    cancel.add_argument("--record", metavar="PATH|DSN", help=record_help)
-    return top
+    command.add_argument("--record", metavar="PATH|DSN", help=record_help)
+    if supervises:
+        command.add_argument("--seed", type=int, default=0, metavar="S", help="as for submit")
+        command.add_argument(
+            "--max-steps", type=int, default=10_000, help="supervise at most this many steps"
+        )
 
 
 class Driver:
