@@ -560,7 +560,7 @@ def _left_alone(store: RecordStore, job: JobID, cluster: str, owner: str) -> Non
 
 
 def _check_counts(args: argparse.Namespace) -> None:
-    """The options submit and supervise share: counts that cannot be negative."""
+    """The counts submit, supervise and release take, which cannot be negative."""
     if args.max_steps < 0:
         raise BadInput(f"--max-steps must be 0 or more, not {args.max_steps}")
     if args.seed < 0:
@@ -584,8 +584,7 @@ def _release(args: argparse.Namespace) -> int:
     def release(supervisor: Supervisor) -> Status:
         return _tell(supervisor.release(job), "released")
 
-    statuses = _supervising(args, release, until_idle=True)
-    return _exit_code([s for s in statuses if s.job == job])
+    return _acted_on(job, _supervising(args, release, until_idle=True))
 
 
 def _cancel(args: argparse.Namespace) -> int:
@@ -594,8 +593,14 @@ def _cancel(args: argparse.Namespace) -> int:
     def cancel(supervisor: Supervisor) -> Status:
         return _tell(supervisor.cancel(job), "cancelled")
 
-    statuses = _supervising(args, cancel, until_idle=False)
-    return _exit_code([s for s in statuses if s.job == job])
+    return _acted_on(job, _supervising(args, cancel, until_idle=False))
+
+
+def _acted_on(job: JobID, statuses: Sequence[Status]) -> int:
+    """Print the status of the job a person acted on; the exit status is its own."""
+    mine = [s for s in statuses if s.job == job]
+    _out(_table(mine))
+    return _exit_code(mine)
 
 
 def _job_arg(text: str) -> JobID:
@@ -642,8 +647,6 @@ def _supervising(args: argparse.Namespace, act: Act | None, *, until_idle: bool)
                     _left_alone(store, status.job, backend.name, supervisor.owner)
         finally:
             store.close()
-    if act is not None:
-        _out(_table([s for s in statuses if acted is not None and s.job == acted.job]))
     return statuses
 
 

@@ -420,15 +420,20 @@ class SimCluster:
             raise KeyError(f"TrainJob {ref.id} (uid {ref.uid}) is not on the cluster")
         return found
 
+    def jobsets(self, trainjob: JSON) -> list[JSON]:
+        """The JobSets the TrainJob owns (by uid), a terminating one included."""
+        metadata = trainjob["metadata"]
+        uid = str(metadata["uid"])
+        return [
+            js
+            for js in self.sim.store.select(JOBSETS, str(metadata["namespace"]))
+            if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
+        ]
+
     def pods(self, trainjob: JSON) -> list[JSON]:
         """The live (not terminating) pods of the TrainJob's current JobSet."""
         metadata = trainjob["metadata"]
-        uid = str(metadata["uid"])
-        jobsets = {
-            str(js["metadata"]["uid"])
-            for js in self.sim.store.select(JOBSETS, str(metadata["namespace"]))
-            if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
-        }
+        jobsets = {str(js["metadata"]["uid"]) for js in self.jobsets(trainjob)}
         return [
             pod
             for pod in self.sim.store.select(PODS, str(metadata["namespace"]))
@@ -464,13 +469,10 @@ class SimCluster:
 
     def restarts(self, trainjob: JSON) -> int:
         """How many times the TrainJob's current JobSet has restarted (0 without one)."""
-        metadata = trainjob["metadata"]
-        uid = str(metadata["uid"])
         counts = [
             int((js.get("status") or {}).get("restarts") or 0)
-            for js in self.sim.store.select(JOBSETS, str(metadata["namespace"]))
-            if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
-            and not js["metadata"].get("deletionTimestamp")
+            for js in self.jobsets(trainjob)
+            if not js["metadata"].get("deletionTimestamp")
         ]
         return max(counts, default=0)
 
