@@ -20,17 +20,14 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qsl, urlsplit
 
-from simulators.kubernetes import errors
 from simulators.kubernetes.http.handlers import (
     Api,
     LogSource,
-    Reply,
-    Request,
     Streamed,
-    dump,
+    http_request,
     kubelet_logs,
+    reply_headers,
 )
 
 if TYPE_CHECKING:
@@ -135,22 +132,16 @@ class _Handler(BaseHTTPRequestHandler):
         del format, args
 
     def _serve(self) -> None:
-        owner = self.server.owner
-        split = urlsplit(self.path)
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length > 0 else b""
-        req = Request(
-            method=self.command,
-            path=split.path,
-            query=dict(parse_qsl(split.query, keep_blank_values=True)),
-            accept=self.headers.get("Accept", ""),
-            content_type=self.headers.get("Content-Type", ""),
-            body=body,
+        req = http_request(
+            self.command,
+            self.path,
+            self.headers.get("Accept", ""),
+            self.headers.get("Content-Type", ""),
+            body,
         )
-        try:
-            answer = owner.api.handle(req)
-        except Exception as exc:  # a simulator bug: answer it as the API server would
-            answer = Reply(500, dump(errors.internal(f"{type(exc).__name__}: {exc}").status()))
+        answer = self.server.owner.api.answer(req)
         if isinstance(answer, Streamed):
             self._stream(answer)
             return
@@ -160,10 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
         self.send_response(answer.code)
-        if answer.content_type:
-            self.send_header("Content-Type", answer.content_type)
-        self.send_header("Cache-Control", "no-cache, private")
-        self.send_header("Content-Length", str(len(answer.body)))
+        for header, value in reply_headers(answer):
+            self.send_header(header, value)
         self.end_headers()
         self.wfile.write(answer.body)
 

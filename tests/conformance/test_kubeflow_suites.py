@@ -1,5 +1,6 @@
 """The conformance suites on the Kubeflow adapter: the whole standard tier on both kubeflow-sim
-harnesses (every skip a fault or probe Kubernetes cannot have, with the reason), and each broken
+harnesses, and on kubeflow-sim over loopback HTTP (every skip a fault or probe Kubernetes cannot
+have, with the reason), and each broken
 Kubeflow adapter of :mod:`adapters.kubeflow.testing.broken` caught by the checks it names (and
 those checks passing on the adapter it breaks). Two of them are also shown directly, on the
 paths their named checks do not take (a foreign successor, an administrator's suspension)."""
@@ -32,9 +33,9 @@ SKIP_REASONS = (
 
 
 STATEFUL_EXAMPLES = 4
-"""Programs per stateful check here: each one is a few hundred requests over HTTP, and the
-whole standard tier at the suite's own number (what `make demo` and
-benchmarks/conformance_suite.py run) would take this test past CI's budget."""
+"""Programs per stateful check here: each one is a few hundred requests, and the whole
+standard tier at the suite's own number is what `make demo` and
+benchmarks/conformance_suite.py run; three harnesses at it would double this test's time."""
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +44,9 @@ def standard() -> dict[str, tuple[list[Result], float]]:
     for harness in (
         KubeflowSimHarness(kueue=False, stateful_examples=STATEFUL_EXAMPLES),
         KubeflowSimHarness(kueue=True, stateful_examples=STATEFUL_EXAMPLES),
+        KubeflowSimHarness(
+            name="kubeflow-sim-http", over_http=True, stateful_examples=STATEFUL_EXAMPLES
+        ),
     ):
         began = time.perf_counter()
         results = [run_check(check, harness, SEED) for check in checks("standard")]
@@ -51,7 +55,7 @@ def standard() -> dict[str, tuple[list[Result], float]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["kubeflow-sim", "kubeflow-sim-kueue"])
+@pytest.mark.parametrize("name", ["kubeflow-sim", "kubeflow-sim-kueue", "kubeflow-sim-http"])
 def test_the_standard_tier_passes_and_skips_only_what_kubernetes_cannot_have(
     name: str, standard: dict[str, tuple[list[Result], float]], capsys: pytest.CaptureFixture[str]
 ) -> None:

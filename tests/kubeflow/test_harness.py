@@ -35,6 +35,7 @@ from conformance.harness import (
 from dispatch_core import JobID, JobSpec, NotFound, ObjectRef, OutcomeUnknown, State, make_plan
 from dispatch_core.identity import parse_execution_env
 from simulators.kubernetes import KubeConfig, KubeSim
+from simulators.kubernetes.inprocess import InProcessPool
 from simulators.kubernetes.resources import TRAINJOBS
 
 
@@ -232,11 +233,16 @@ def test_end_stops_every_server_the_check_started() -> None:
         harness.clock(backend)
 
 
-def test_the_harness_cluster_is_reached_only_over_http() -> None:
-    cluster = SimCluster(kueue=False, seed=1)
+@pytest.mark.parametrize("over_http", [False, True])
+def test_the_harness_cluster_is_reached_in_process_or_over_http(over_http: bool) -> None:
+    cluster = SimCluster(kueue=False, seed=1, over_http=over_http)
     api = cluster.api()
     version: Any = client.VersionApi(api)
     assert version.get_code().git_version.startswith("v1.")
+    pool = api.rest_client.pool_manager
+    assert isinstance(pool, InProcessPool) is not over_http
+    if not over_http:
+        assert pool.requests == 1
     cluster.close()
 
 

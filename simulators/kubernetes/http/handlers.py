@@ -13,6 +13,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from urllib.parse import parse_qsl, urlsplit
 
 from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
@@ -58,6 +59,20 @@ class Request:
     accept: str = ""
     content_type: str = ""
     body: bytes = b""
+
+
+def http_request(method: str, target: str, accept: str, content_type: str, body: bytes) -> Request:
+    """The request an HTTP request line (``target``: path and query), headers and body make;
+    a repeated query parameter keeps its last value."""
+    split = urlsplit(target)
+    return Request(
+        method=method,
+        path=split.path,
+        query=dict(parse_qsl(split.query, keep_blank_values=True)),
+        accept=accept,
+        content_type=content_type,
+        body=body,
+    )
 
 
 @dataclass
@@ -108,6 +123,16 @@ def deleted_status(r: ResourceType, obj: JSON) -> JSON:
         "status": "Success",
         "details": details,
     }
+
+
+def reply_headers(answer: Reply) -> list[tuple[str, str]]:
+    """The headers of a whole answer, as the server writes them."""
+    headers = [("Content-Type", answer.content_type)] if answer.content_type else []
+    return [
+        *headers,
+        ("Cache-Control", "no-cache, private"),
+        ("Content-Length", str(len(answer.body))),
+    ]
 
 
 def error_reply(exc: ApiError) -> Reply:
@@ -207,6 +232,13 @@ class Api:
             return self._route(req)
         except ApiError as exc:
             return error_reply(exc)
+
+    def answer(self, req: Request) -> Reply | Streamed:
+        """:meth:`handle`, where a simulator bug answers 500 as the API server would."""
+        try:
+            return self.handle(req)
+        except Exception as exc:
+            return Reply(500, dump(errors.internal(f"{type(exc).__name__}: {exc}").status()))
 
     # -- routing -------------------------------------------------------------------------------
 
