@@ -36,6 +36,7 @@ from conformance.checks import (
 )
 from conformance.harness import CannotInject, HarnessUnavailable
 from conformance.harnesses import GROUP, registered
+from conformance.parallel import HarnessRun, run_side_by_side
 from conformance.reports import (
     MATRIX_REPORTS,
     PREFLIGHT_REPORTS,
@@ -52,6 +53,7 @@ from conformance.reports import (
     write_reports,
 )
 from conformance.runner import (
+    Answers,
     HarnessError,
     Loaded,
     capability_answers,
@@ -176,6 +178,52 @@ def _progress(result: Result, width: int) -> list[str]:
     return lines
 
 
+def _say_harness(label: str, results: Sequence[Result], took: float, width: int) -> None:
+    for result in results:
+        for line in _progress(result, width):
+            say(line)
+    say(f"  {label}: {closing_line(results)} in {took:.2f} s")
+
+
+def _one_after_another(
+    loaded: Sequence[Loaded], selected: Sequence[Check], seed: int, width: int
+) -> tuple[list[Result], list[Answers]]:
+    """Each harness in turn, each check printed as it ends."""
+    results: list[Result] = []
+    for harness in loaded:
+        say()
+        say(harness.label)
+        started = time.perf_counter()
+        own: list[Result] = []
+        for check in selected:
+            result = harness.run(check, seed)
+            own.append(result)
+            for line in _progress(result, width):
+                say(line)
+        results += own
+        say(f"  {harness.label}: {closing_line(own)} in {time.perf_counter() - started:.2f} s")
+    return results, [capability_answers(h) for h in loaded]
+
+
+def _side_by_side(
+    loaded: Sequence[Loaded], selected: Sequence[Check], seed: int, width: int, jobs: int
+) -> tuple[list[Result], list[Answers], bool]:
+    """Each harness in a process of its own (:mod:`conformance.parallel`), printed whole as it
+    ends; the results in the run's harness order; whether every worker closed its harness."""
+    runs: dict[str, HarnessRun] = {}
+    for run in run_side_by_side(loaded, selected, seed, jobs):
+        say()
+        say(run.loaded.label)
+        _say_harness(run.loaded.label, run.results, run.took, width)
+        runs[run.loaded.label] = run
+    for run in runs.values():
+        if run.closing:
+            complain(run.closing)
+    results = [result for one in loaded for result in runs[one.label].results]
+    answers = [runs[one.label].answers for one in loaded]
+    return results, answers, not any(run.closing for run in runs.values())
+
+
 def command_run(args: argparse.Namespace) -> int:
     selected = _selected(args.tier, args.check)
     directory, loaded = _dir_and_loaded(args.harness, args.report_dir, RUN_REPORTS)
@@ -187,30 +235,24 @@ def command_run(args: argparse.Namespace) -> int:
         selection=list(args.check),
         identities={h.label: h.identity() for h in loaded},
     )
-    results: list[Result] = []
     width = max(len(c.id) for c in selected)
-    closed = False
+    jobs = min(args.jobs, len(loaded))
+    closed = workers_closed = False
     try:
+        at_once = f", {jobs} at once" if jobs > 1 else ""
         say(
             f"{PROG}: {len(selected)} {args.tier}-tier checks on {len(loaded)} "
-            f"harness{'es' if len(loaded) != 1 else ''}, seed {args.seed}"
+            f"harness{'es' if len(loaded) != 1 else ''}{at_once}, seed {args.seed}"
         )
-        for harness in loaded:
-            say()
-            say(harness.label)
-            started = time.perf_counter()
-            own: list[Result] = []
-            for check in selected:
-                result = harness.run(check, args.seed)
-                own.append(result)
-                for line in _progress(result, width):
-                    say(line)
-            results += own
-            took = time.perf_counter() - started
-            say(f"  {harness.label}: {closing_line(own)} in {took:.2f} s")
-        answers = [capability_answers(h) for h in loaded]
+        if jobs > 1:
+            results, answers, workers_closed = _side_by_side(
+                loaded, selected, args.seed, width, jobs
+            )
+        else:
+            results, answers = _one_after_another(loaded, selected, args.seed, width)
+            workers_closed = True
     finally:
-        closed = _closed(loaded)
+        closed = _closed(loaded) and workers_closed
     written = _write(lambda: write_reports(directory, results, answers, info), directory)
     failed = [r for r in results if r.outcome is Outcome.FAILED]
     errors = [r for r in results if r.outcome is Outcome.ERROR]
@@ -436,6 +478,16 @@ def _seed(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"at least 1 process, not {value}")
+    return value
+
+
 def _tier(text: str) -> str:
     return text.strip().lower()
 
@@ -502,6 +554,16 @@ def parser() -> argparse.ArgumentParser:
     _harness_option(run, required=True, repeat=True)
     _report_dir_option(run, "report.json, junit.xml and matrix.md")
     run.add_argument("--seed", type=_seed, default=0, metavar="N", help="the seed (default 0)")
+    run.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="run up to N harnesses at once, each in a process of its own, and print each "
+        "harness's lines together when it ends (default 1: one harness after another, each "
+        "check printed as it ends); results and reports are the same either way. Harnesses "
+        "that share one cluster (two on the same real Slurm) must not run at once",
+    )
     run.add_argument(
         "--tier",
         type=_tier,

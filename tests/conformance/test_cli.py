@@ -135,6 +135,20 @@ def plain_harness() -> ToyHarness:
     return ToyHarness("memory-plain")
 
 
+class DyingHarness(ToyHarness):
+    """Its process ends the moment a check asks for a backend (a crash no Python code sees)."""
+
+    def __init__(self) -> None:
+        super().__init__("dying")
+
+    def new_backend(self) -> MemoryBackend:
+        os._exit(9)
+
+
+def dying_harness() -> ToyHarness:
+    return DyingHarness()
+
+
 class WordyHarness(ToyHarness):
     """Says why it lacks a fault on two lines."""
 
@@ -413,6 +427,63 @@ def test_run_prints_progress_and_writes_every_report(
     assert "does not model ContainerImage" in matrix
 
 
+def _results(directory: Path) -> list[tuple[str, str, str, str]]:
+    report = json.loads((directory / "report.json").read_text())
+    return [(r["harness"], r["id"], r["outcome"], r["reason"]) for r in report["results"]]
+
+
+def test_jobs_runs_harnesses_side_by_side_with_the_same_results(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    harnesses = [
+        "--harness",
+        "memory-slurm",
+        "--harness",
+        TOY,
+        "--harness",
+        f"{HERE}:broken_harness",
+    ]
+    serial = cli(capsys, "run", *harnesses, "--report-dir", str(tmp_path / "1"))
+    side = cli(capsys, "run", *harnesses, "--jobs", "2", "--report-dir", str(tmp_path / "2"))
+    assert serial[0] == side[0] == 1  # the broken harness fails CAP-001 either way
+    assert _results(tmp_path / "1") == _results(tmp_path / "2")
+    assert "on 3 harnesses, 2 at once, seed 0" in side[1].splitlines()[0]
+    assert side[1].splitlines()[-1] == serial[1].splitlines()[-1]
+    # each harness's lines together, whatever the order the harnesses ended in
+    for label in ("memory-slurm", "toy", "broken"):
+        lines = side[1].splitlines()
+        start = lines.index(label)
+        end = next(i for i, line in enumerate(lines) if line.startswith(f"  {label}: "))
+        assert all(line.startswith("  ") for line in lines[start + 1 : end])
+        assert end - start - 1 >= len(checks("standard"))
+    matrix = [(tmp_path / d / "matrix.md").read_text() for d in ("1", "2")]
+    assert matrix[0] == matrix[1]
+
+
+def test_a_worker_that_dies_is_its_harness_s_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = cli(
+        capsys,
+        "run",
+        "--harness",
+        TOY,
+        "--harness",
+        f"{HERE}:dying_harness",
+        "--jobs",
+        "2",
+        "--check",
+        "CAP-00",
+        "--report-dir",
+        str(tmp_path),
+    )
+    assert code == 3
+    outcomes = {(h, o) for h, _, o, _ in _results(tmp_path)}
+    assert outcomes == {("toy", "passed"), ("dying", "error")}
+    assert "the process running harness dying ended early" in out
+    assert "Traceback" not in out + err
+
+
 def test_a_registered_harness_runs_by_its_name(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -630,6 +701,8 @@ def test_a_module_that_raises_on_import_is_one_line(
         ["run"],
         ["run", "--harness", TOY, "--tier", "huge"],
         ["run", "--harness", TOY, "--seed", "x"],
+        ["run", "--harness", TOY, "--jobs", "0"],
+        ["run", "--harness", TOY, "--jobs", "two"],
         ["list", "--json", "--markdown"],
         ["matrix"],
         ["preflight"],
@@ -663,6 +736,7 @@ def test_a_check_selection_that_matches_nothing_exits_2(
     [
         ([], "run the checks against adapters"),
         (["run"], "Run the conformance checks against each harness"),
+        (["run"], "--jobs N run up to N harnesses at once, each in a process of its own"),
         (["list"], "List the registered checks"),
         (["list"], "--json print a JSON array with one object per check: id, tier, suite, rule"),
         (["list"], "needs (capabilities, interfaces, faults, probes, identity"),

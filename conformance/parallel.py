@@ -1,0 +1,135 @@
+"""Harnesses side by side: ``dispatch-conformance run --jobs N`` runs each harness of the run in
+a process of its own, at most N at once.
+
+A harness's checks stay in one process, in the run's order, as they run one harness after
+another: a harness is never shared between processes, so its clusters, its scratch files and
+its seeds are the same as in a serial run, and so are its results. The worker is a fork of the
+runner (the harnesses loaded, nothing started yet); it runs every selected check, asks a fresh
+backend for the capability answers, closes the harness, and sends back plain values, from
+which the runner rebuilds the results in its own check objects. A worker that dies (a crash in
+native code, a kill) is that harness's error, for every check it did not report.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
+from typing import Final
+
+from conformance.checks import Check, Outcome, Result, one_line
+from conformance.runner import Answers, Loaded, capability_answers
+
+Row = tuple[str, str, str, float, int, str, str]
+"""A result as it crosses the process boundary: id, outcome, reason, duration, seed, replay,
+adapter."""
+
+_WORK: tuple[Sequence[Loaded], Sequence[Check], int] | None = None
+"""What the forked workers inherit: the loaded harnesses, the selected checks, the seed."""
+
+CONTEXT: Final = "fork"
+"""Forked workers start at once and inherit the loaded harnesses (spawned ones would import
+everything and load them again); every platform the kit supports offers it."""
+
+
+@dataclass
+class HarnessRun:
+    """One harness's whole run, as its worker reported it."""
+
+    loaded: Loaded
+    results: list[Result]
+    answers: Answers
+    took: float
+    closing: str
+    """The complaint from closing the harness in its worker ('' when it closed cleanly)."""
+
+
+def _run_harness(index: int) -> tuple[list[Row], Answers, float, str]:
+    """In a worker: every selected check on harness ``index``, its answers, then close it."""
+    assert _WORK is not None, "a worker runs only in a fork of run_side_by_side"
+    everyone, selected, seed = _WORK
+    loaded = everyone[index]
+    started = time.perf_counter()
+    rows: list[Row] = []
+    for check in selected:
+        r = loaded.run(check, seed)
+        rows.append((check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter))
+    answers = capability_answers(loaded)
+    took = time.perf_counter() - started
+    return rows, answers, took, loaded.close()
+
+
+def _rebuilt(loaded: Loaded, rows: list[Row], by_id: dict[str, Check]) -> list[Result]:
+    return [
+        Result(by_id[id_], loaded.label, Outcome(outcome), reason, duration, seed, replay, adapter)
+        for id_, outcome, reason, duration, seed, replay, adapter in rows
+    ]
+
+
+def _ended_early(loaded: Loaded, selected: Sequence[Check], seed: int, why: str) -> HarnessRun:
+    reason = f"harness error: the process running harness {loaded.label} ended early: {why}"
+    results = [Result(c, loaded.label, Outcome.ERROR, reason, 0.0, seed) for c in selected]
+    answers = Answers(loaded.label, note=f"no answers: {reason}", blame="harness")
+    return HarnessRun(loaded, results, answers, 0.0, "")
+
+
+def _worker(index: int, send: Connection) -> None:
+    """A worker's whole life: run harness ``index`` and send what :func:`_run_harness` gives
+    (or the one line of what it raised)."""
+    try:
+        send.send(("ran", _run_harness(index)))
+    except BaseException as error:  # even SystemExit: the runner must hear of it
+        send.send(("raised", one_line(f"{type(error).__name__}: {error}")))
+    finally:
+        send.close()
+
+
+def run_side_by_side(
+    loaded: Sequence[Loaded], selected: Sequence[Check], seed: int, jobs: int
+) -> Iterator[HarnessRun]:
+    """Each harness's run, in the order they end, at most ``jobs`` at once. Each worker is a
+    process of its own (not a pool's), so that one that dies takes no other harness with it."""
+    global _WORK
+    by_id = {check.id: check for check in selected}
+    _WORK = (loaded, selected, seed)
+    context = multiprocessing.get_context(CONTEXT)
+    waiting = list(enumerate(loaded))
+    running: dict[Connection, tuple[BaseProcess, Loaded]] = {}
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                index, one = waiting.pop(0)
+                receive, send = context.Pipe(duplex=False)
+                started: BaseProcess = context.Process(
+                    target=_worker, args=(index, send), name=f"conformance {one.label}"
+                )
+                started.start()
+                send.close()  # the worker holds the only write end: its exit ends the pipe
+                running[receive] = (started, one)
+            for ready in wait(list(running)):
+                assert isinstance(ready, Connection)
+                process, one = running.pop(ready)
+                try:
+                    kind, payload = ready.recv()
+                except EOFError:  # it ended without a word: killed, or crashed in native code
+                    kind, payload = "died", None
+                ready.close()
+                process.join()
+                if kind == "ran":
+                    rows, answers, took, closing = payload
+                    yield HarnessRun(one, _rebuilt(one, rows, by_id), answers, took, closing)
+                elif kind == "raised":
+                    yield _ended_early(one, selected, seed, f"it raised {payload}")
+                else:
+                    yield _ended_early(one, selected, seed, f"exit status {process.exitcode}")
+    finally:
+        _WORK = None
+        for left, _ in running.values():  # interrupted: no worker outlives the run
+            left.terminate()
+            left.join()
+
+
+__all__ = ["HarnessRun", "run_side_by_side"]
