@@ -134,6 +134,11 @@ def format_time(epoch: int, env: Mapping[str, str] | None = None) -> str:
         shifted -= _FOUR_HUNDRED_YEARS
         cycles += 1
     moment = datetime.fromtimestamp(shifted, UTC)
+    if fmt == _STANDARD and cycles == 0:  # what the loop below gives, in one step
+        return (
+            f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+            f"T{moment.hour:02d}:{moment.minute:02d}:{moment.second:02d}"
+        )
     out = []
     i = 0
     while i < len(fmt):

@@ -873,21 +873,34 @@ def _by(key: Callable[[JobView], int | str | bytes], reverse: bool) -> Cmp:
     return cmp
 
 
-def _by_start(reverse: bool) -> Cmp:
-    def start(view: JobView) -> int:
-        if view.base == "PENDING" and not view.flags and view.start_time < view.now:
-            return view.now
-        return view.start_time
+def _start(view: JobView) -> int:
+    if view.base == "PENDING" and not view.flags and view.start_time < view.now:
+        return view.now
+    return view.start_time
 
+
+def _by_start(reverse: bool) -> Cmp:
     def cmp(a: JobView, b: JobView) -> int:
         if a.start_time == 0:
             return 1
         if b.start_time == 0:
             return -1
-        diff = (start(a) > start(b)) - (start(a) < start(b))
+        diff = (_start(a) > _start(b)) - (_start(a) < _start(b))
         return -diff if reverse else diff
 
     return cmp
+
+
+def _sorted_by_start(views: list[JobView], reverse: bool) -> list[JobView]:
+    """What the merge sort gives with :func:`_by_start`, each key computed once. Its
+    comparator is consistent among start times other than 0, so those come out as any stable
+    sort on the key puts them. A view with 0 loses every comparison, even to another 0: every
+    merge takes the other side's views first, and of two 0s the right one, so the 0s come
+    last, in the reverse of their order."""
+    starting, unknown = [], []
+    for view in views:
+        (starting if view.start_time != 0 else unknown).append(view)
+    return sorted(starting, key=_start, reverse=reverse) + unknown[::-1]
 
 
 _SORT_KEYS: Final[dict[str, Callable[[JobView], int | str | bytes]]] = {
@@ -917,7 +930,7 @@ _SORT_NOOP: Final = frozenset("bcdfhHIJmnOvz")
 
 def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | None]:
     """``sort_jobs_by_start_time`` then ``sort_job_list``; the error line for a bad letter."""
-    views = _msort(views, _by_start(True))
+    views = _sorted_by_start(views, True)
     i = len(spec) - 1
     while i >= 0:
         letter = spec[i]
@@ -929,9 +942,10 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
             i -= 7
             continue  # one cluster: sorting by its name changes nothing
         if letter == "S":
-            views = _msort(views, _by_start(reverse))
+            views = _sorted_by_start(views, reverse)
         elif letter in _SORT_KEYS:
-            views = _msort(views, _by(_SORT_KEYS[letter], reverse))
+            # a consistent comparator: any stable sort on the key gives the merge sort's order
+            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)  # type: ignore[arg-type]
         elif letter not in _SORT_NOOP:
             return views, f"{PROG}: error: Invalid sort specification: {letter}"
         i -= 1
