@@ -233,6 +233,11 @@ JOB_TAGS: Final[tuple[tuple[str, int], ...]] = (
 def same(text: str, word: str, length: int) -> bool:
     """``xstrncasecmp(text, word, length) == 0``: the first ``length`` characters agree in
     any case, the end of a string counting as a NUL."""
+    if text.isascii() and word.isascii():  # lowering keeps the length: slice first
+        mine, theirs = text[:length].lower(), word[:length].lower()
+        if len(mine) == len(theirs):
+            return mine == theirs
+        return mine.ljust(length, "\0") == theirs.ljust(length, "\0")
     pad = "\0" * length
     return (text.lower() + pad)[:length] == (word.lower() + pad)[:length]
 
