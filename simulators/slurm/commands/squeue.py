@@ -897,7 +897,8 @@ def _sorted_by_start(views: list[JobView], reverse: bool) -> list[JobView]:
     sort on the key puts them. A view with 0 loses every comparison, even to another 0: every
     merge takes the other side's views first, and of two 0s the right one, so the 0s come
     last, in the reverse of their order."""
-    starting, unknown = [], []
+    starting: list[JobView] = []
+    unknown: list[JobView] = []
     for view in views:
         (starting if view.start_time != 0 else unknown).append(view)
     return sorted(starting, key=_start, reverse=reverse) + unknown[::-1]
@@ -945,7 +946,7 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
             views = _sorted_by_start(views, reverse)
         elif letter in _SORT_KEYS:
             # a consistent comparator: any stable sort on the key gives the merge sort's order
-            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)  # type: ignore[arg-type]
+            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
         elif letter not in _SORT_NOOP:
             return views, f"{PROG}: error: Invalid sort specification: {letter}"
         i -= 1
