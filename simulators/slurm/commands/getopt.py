@@ -96,12 +96,40 @@ def parse(
     return parsed
 
 
-def _parse(prog: str, args: list[str], spec: list[Opt], permute: bool, parsed: Parsed) -> None:
-    table = [(name, opt) for opt in spec for name in opt.longs]
+@dataclass(frozen=True)
+class _Table:
+    """A spec as getopt searches it: long names in table order, the first entry of each long
+    name and of each short letter."""
+
+    spec: list[Opt]
+    longs: list[tuple[str, Opt]]
+    exact: dict[str, Opt]
+    by_short: dict[str, Opt]
+
+
+_TABLES: dict[int, _Table] = {}
+"""Each command's spec, indexed once (the specs are module constants, never changed)."""
+
+
+def _table(spec: list[Opt]) -> _Table:
+    found = _TABLES.get(id(spec))
+    if found is not None and found.spec is spec:
+        return found
+    longs = [(name, opt) for opt in spec for name in opt.longs]
+    exact: dict[str, Opt] = {}
+    for name, opt in longs:
+        exact.setdefault(name, opt)
     by_short: dict[str, Opt] = {}
     for opt in spec:
         if opt.short:
             by_short.setdefault(opt.short, opt)
+    made = _TABLES[id(spec)] = _Table(spec, longs, exact, by_short)
+    return made
+
+
+def _parse(prog: str, args: list[str], spec: list[Opt], permute: bool, parsed: Parsed) -> None:
+    indexed = _table(spec)
+    by_short = indexed.by_short
     i = 0
     while i < len(args):
         arg = args[i]
@@ -111,7 +139,7 @@ def _parse(prog: str, args: list[str], spec: list[Opt], permute: bool, parsed: P
             return
         if arg.startswith("--"):
             name, eq, value = arg[2:].partition("=")
-            full, opt = _long(prog, arg, name, table)
+            full, opt = _long(prog, arg, name, indexed)
             if opt.arg == "none":
                 if eq:
                     raise _usage(prog, f"option '--{full}' doesn't allow an argument")
@@ -157,14 +185,14 @@ def _parse(prog: str, args: list[str], spec: list[Opt], permute: bool, parsed: P
             return
 
 
-def _long(prog: str, arg: str, name: str, table: list[tuple[str, Opt]]) -> tuple[str, Opt]:
+def _long(prog: str, arg: str, name: str, indexed: _Table) -> tuple[str, Opt]:
     """The long option ``name`` names: an exact match, else the only option its prefix
     matches. glibc's ambiguity lists, in table order, the first match and every later one
     that is not the same option as the first, with the text as given (``=value`` kept)."""
-    for full, opt in table:
-        if full == name:
-            return full, opt
-    matches = [(full, opt) for full, opt in table if full.startswith(name)]
+    exact = indexed.exact.get(name)
+    if exact is not None:
+        return name, exact
+    matches = [(full, opt) for full, opt in indexed.longs if full.startswith(name)]
     if not matches:
         raise _usage(prog, f"unrecognized option '{arg}'")
     (first_name, first), rest = matches[0], matches[1:]
