@@ -17,15 +17,16 @@ Each figure is printed next to its goal (issue 17) and says "met" or "NOT MET".
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from simulators.slurm import SlurmConfig, SlurmSim
 
@@ -126,41 +127,69 @@ def _held(name: str):  # type: ignore[no-untyped-def]
     return Submission(script=SCRIPT, name=name, comment="dispatch:s=1;a=1", hold=True)
 
 
-def per_command() -> dict[str, float]:
-    sim = SlurmSim(SlurmConfig(max_job_id=1_000, min_job_age=2))
-    base = ["--parsable", "--hold", "--comment=dispatch:s=1;a=0", "--output=/dev/null"]
-    job = int(sim.run(["sbatch", *base, "--job-name=dj-BENCH00"], stdin=SCRIPT).stdout)
-    calls: dict[str, Callable[[], object]] = {
-        "sbatch --parsable --hold": lambda: sim.run(
-            ["sbatch", *base, "--job-name=dj-BENCH01"], stdin=SCRIPT
-        ),
-        "squeue --me --name=X -h -o ...": lambda: sim.run(
-            ["squeue", "--me", "--name=dj-BENCH00", "-h", "-o", "%i|%j|%T|%k|%V|%r"]
-        ),
-        "squeue -h -O (incl. RestartCnt)": lambda: sim.run(
-            [
-                "squeue",
-                "--me",
-                "-h",
-                "-O",
-                "JobID:|,Name:|,State:|,Comment:|,SubmitTime:|,RestartCnt:",
-            ]
-        ),
-        "squeue -j ID -h -o ...": lambda: sim.run(["squeue", "-j", str(job), "-h", "-o", "%i|%T"]),
-        "scontrol show job ID": lambda: sim.run(["scontrol", "show", "job", str(job)]),
-        "scontrol update StartTime=far": lambda: sim.run(
-            ["scontrol", "update", f"jobid={job}", "StartTime=2100-01-01T00:00:00"]
-        ),
-        "sacct -j ID -X -P -o ...": lambda: sim.run(
-            ["sacct", "-j", str(job), "-X", "-P", "-o", "JobID,JobName,Comment,State,Submit"]
-        ),
-        "scancel ID": lambda: sim.run(["scancel", "999"]),
-    }
-    # sbatch 20 times, as in the lab: the jobs it leaves are the rows of the squeue -O after it
+BASE: Final = ("--parsable", "--hold", "--comment=dispatch:s=1;a=0", "--output=/dev/null")
+
+
+def commands(job: str) -> dict[str, list[str]]:
+    """The commands of slurm-lab.md §5.1 (their argv, ``job`` a held job's id); sbatch reads
+    its script from stdin."""
     return {
-        name: median_ms(call, 20 if name.startswith("sbatch") else 200)
-        for name, call in calls.items()
+        "sbatch --parsable --hold": ["sbatch", *BASE, "--job-name=dj-BENCH01"],
+        "squeue --me --name=X -h -o ...": [
+            "squeue",
+            "--me",
+            "--name=dj-BENCH00",
+            "-h",
+            "-o",
+            "%i|%j|%T|%k|%V|%r",
+        ],
+        "squeue -h -O (incl. RestartCnt)": [
+            "squeue",
+            "--me",
+            "-h",
+            "-O",
+            "JobID:|,Name:|,State:|,Comment:|,SubmitTime:|,RestartCnt:",
+        ],
+        "squeue -j ID -h -o ...": ["squeue", "-j", job, "-h", "-o", "%i|%T"],
+        "scontrol show job ID": ["scontrol", "show", "job", job],
+        "scontrol update StartTime=far": [
+            "scontrol",
+            "update",
+            f"jobid={job}",
+            "StartTime=2100-01-01T00:00:00",
+        ],
+        "sacct -j ID -X -P -o ...": [
+            "sacct",
+            "-j",
+            job,
+            "-X",
+            "-P",
+            "-o",
+            "JobID,JobName,Comment,State,Submit",
+        ],
+        "scancel ID": ["scancel", "999999"],
     }
+
+
+def _stdin(argv: list[str]) -> str | None:
+    return SCRIPT if argv[0] == "sbatch" else None
+
+
+def timed_commands(run: Callable[[list[str]], str]) -> dict[str, float]:
+    """Median ms of each of :func:`commands` through ``run`` (argv to stdout), after one held
+    job to name. sbatch 20 times, as in the lab: the jobs it leaves are the rows of the
+    squeue -O after it; the others 200 times."""
+    job = run(["sbatch", *BASE, "--job-name=dj-BENCH00"]).strip().split(";")[0]
+    return {
+        name: median_ms(functools.partial(run, argv), 20 if name.startswith("sbatch") else 200)
+        for name, argv in commands(job).items()
+    }
+
+
+def per_command() -> dict[str, float]:
+    """The commands on a simulator, in process."""
+    sim = SlurmSim(SlurmConfig(max_job_id=1_000, min_job_age=2))
+    return timed_commands(lambda argv: sim.run(argv, stdin=_stdin(argv)).stdout)
 
 
 GOAL_SPEEDUP = 100
@@ -177,48 +206,20 @@ def verdict(met: bool) -> str:
 
 def real_per_command() -> dict[str, float] | None:
     """The same commands on the Slurm cluster of this machine, when one answers (CI starts
-    one): median ms of each, its held jobs cancelled after; None without a cluster."""
+    one), their held jobs cancelled after; None without a cluster."""
     if shutil.which("sbatch") is None:
         return None
     if subprocess.run(["scontrol", "ping"], capture_output=True, check=False).returncode != 0:
         return None
-    with tempfile.TemporaryDirectory() as scratch:
-        script = Path(scratch) / "job.sh"
-        script.write_text(SCRIPT)
 
-        def run(*argv: str) -> str:
-            return subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    def run(argv: list[str]) -> str:
+        done = subprocess.run(argv, input=_stdin(argv), capture_output=True, text=True, check=False)
+        return done.stdout
 
-        base = ["--parsable", "--hold", "--comment=dispatch:s=1;a=0", "--output=/dev/null"]
-        job = run("sbatch", *base, "--job-name=dj-BENCH00", str(script)).strip().split(";")[0]
-        calls: dict[str, Callable[[], object]] = {
-            "sbatch --parsable --hold": lambda: run(
-                "sbatch", *base, "--job-name=dj-BENCH01", str(script)
-            ),
-            "squeue --me --name=X -h -o ...": lambda: run(
-                "squeue", "--me", "--name=dj-BENCH00", "-h", "-o", "%i|%j|%T|%k|%V|%r"
-            ),
-            "squeue -h -O (incl. RestartCnt)": lambda: run(
-                "squeue",
-                "--me",
-                "-h",
-                "-O",
-                "JobID:|,Name:|,State:|,Comment:|,SubmitTime:|,RestartCnt:",
-            ),
-            "squeue -j ID -h -o ...": lambda: run("squeue", "-j", job, "-h", "-o", "%i|%T"),
-            "scontrol show job ID": lambda: run("scontrol", "show", "job", job),
-            "scontrol update StartTime=far": lambda: run(
-                "scontrol", "update", f"jobid={job}", "StartTime=2100-01-01T00:00:00"
-            ),
-            "sacct -j ID -X -P -o ...": lambda: run(
-                "sacct", "-j", job, "-X", "-P", "-o", "JobID,JobName,Comment,State,Submit"
-            ),
-            "scancel ID": lambda: run("scancel", "999999"),
-        }
-        try:
-            return {name: median_ms(call, 20) for name, call in calls.items()}
-        finally:
-            run("scancel", "--me", "--name=dj-BENCH00,dj-BENCH01")
+    try:
+        return timed_commands(run)
+    finally:
+        run(["scancel", "--me", "--name=dj-BENCH00,dj-BENCH01"])
 
 
 def main() -> None:
