@@ -218,8 +218,9 @@ def real_per_command() -> dict[str, float] | None:
 
     try:
         return timed_commands(run)
-    finally:
-        run(["scancel", "--me", "--name=dj-BENCH00,dj-BENCH01"])
+    finally:  # one name per scancel: 22.05 takes --name=a,b as one name, matching nothing
+        for name in ("dj-BENCH00", "dj-BENCH01"):
+            run(["scancel", "--me", f"--name={name}"])
 
 
 def main() -> None:
