@@ -12,6 +12,7 @@ native code, a kill) is that harness's error, for every check it did not report.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import time
 from collections.abc import Iterator, Sequence
@@ -59,7 +60,11 @@ def _run_harness(index: int) -> tuple[list[Row], Answers, float, str]:
         rows.append((check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter))
     answers = capability_answers(loaded)
     took = time.perf_counter() - started
-    return rows, answers, took, loaded.close()
+    closing = loaded.close()
+    # A worker ends in os._exit, which runs no atexit hook: what the harness let go of must be
+    # collected now, so that its weakref finalizers (scratch directories, processes) run.
+    gc.collect()
+    return rows, answers, took, closing
 
 
 def _rebuilt(loaded: Loaded, rows: list[Row], by_id: dict[str, Check]) -> list[Result]:

@@ -14,6 +14,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -458,6 +459,32 @@ def test_jobs_runs_harnesses_side_by_side_with_the_same_results(
         assert end - start - 1 >= len(checks("standard"))
     matrix = [(tmp_path / d / "matrix.md").read_text() for d in ("1", "2")]
     assert matrix[0] == matrix[1]
+
+
+def test_a_worker_leaves_no_scratch_of_its_harness_behind(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker ends in os._exit (no atexit hooks): the harness's scratch directories, which
+    weakref finalizers remove, must be gone all the same."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    code, _, err = cli(
+        capsys,
+        "run",
+        "--harness",
+        "slurm-sim",
+        "--harness",
+        TOY,
+        "--jobs",
+        "2",
+        "--check",
+        "IDENT-00",
+        "--report-dir",
+        str(tmp_path / "reports"),
+    )
+    assert (code, err) == (0, "")
+    assert sorted(p.name for p in scratch.iterdir()) == []
 
 
 def test_a_worker_that_dies_is_its_harness_s_error(
