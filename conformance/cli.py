@@ -178,10 +178,12 @@ def _progress(result: Result, width: int) -> list[str]:
     return lines
 
 
-def _say_harness(label: str, results: Sequence[Result], took: float, width: int) -> None:
-    for result in results:
-        for line in _progress(result, width):
-            say(line)
+def _say_result(result: Result, width: int) -> None:
+    for line in _progress(result, width):
+        say(line)
+
+
+def _say_totals(label: str, results: Sequence[Result], took: float) -> None:
     say(f"  {label}: {closing_line(results)} in {took:.2f} s")
 
 
@@ -198,10 +200,9 @@ def _one_after_another(
         for check in selected:
             result = harness.run(check, seed)
             own.append(result)
-            for line in _progress(result, width):
-                say(line)
+            _say_result(result, width)
         results += own
-        say(f"  {harness.label}: {closing_line(own)} in {time.perf_counter() - started:.2f} s")
+        _say_totals(harness.label, own, time.perf_counter() - started)
     return results, [capability_answers(h) for h in loaded]
 
 
@@ -214,7 +215,9 @@ def _side_by_side(
     for run in run_side_by_side(loaded, selected, seed, jobs):
         say()
         say(run.loaded.label)
-        _say_harness(run.loaded.label, run.results, run.took, width)
+        for result in run.results:
+            _say_result(result, width)
+        _say_totals(run.loaded.label, run.results, run.took)
         runs[run.loaded.label] = run
     for run in runs.values():
         if run.closing:
