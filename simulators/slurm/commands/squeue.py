@@ -841,36 +841,8 @@ def render_line(items: Sequence[Item], view: JobView | None, env: Mapping[str, s
     return b"".join(item.render(view, env) for item in items) + b"\n"
 
 
-# -- sorting (glibc qsort is a stable merge sort) -------------------------------------------------
-
-Cmp = Callable[[JobView, JobView], int]
-
-
-def _msort(items: list[JobView], cmp: Cmp) -> list[JobView]:
-    """glibc's ``msort_with_tmp``: the result for an inconsistent comparator too."""
-    if len(items) <= 1:
-        return items
-    half = len(items) // 2
-    left, right = _msort(items[:half], cmp), _msort(items[half:], cmp)
-    out: list[JobView] = []
-    i = j = 0
-    while i < len(left) and j < len(right):
-        if cmp(left[i], right[j]) <= 0:
-            out.append(left[i])
-            i += 1
-        else:
-            out.append(right[j])
-            j += 1
-    return out + left[i:] + right[j:]
-
-
-def _by(key: Callable[[JobView], int | str | bytes], reverse: bool) -> Cmp:
-    def cmp(a: JobView, b: JobView) -> int:
-        ka, kb = key(a), key(b)
-        diff = (ka > kb) - (ka < kb)  # type: ignore[operator]
-        return -diff if reverse else diff
-
-    return cmp
+# -- sorting (glibc qsort is a stable merge sort; tests/simulators/test_squeue_sort.py holds it,
+# with Slurm's comparators, and checks these sorts give its order) -------------------------------
 
 
 def _start(view: JobView) -> int:
@@ -879,24 +851,12 @@ def _start(view: JobView) -> int:
     return view.start_time
 
 
-def _by_start(reverse: bool) -> Cmp:
-    def cmp(a: JobView, b: JobView) -> int:
-        if a.start_time == 0:
-            return 1
-        if b.start_time == 0:
-            return -1
-        diff = (_start(a) > _start(b)) - (_start(a) < _start(b))
-        return -diff if reverse else diff
-
-    return cmp
-
-
 def _sorted_by_start(views: list[JobView], reverse: bool) -> list[JobView]:
-    """What the merge sort gives with :func:`_by_start`, each key computed once. Its
-    comparator is consistent among start times other than 0, so those come out as any stable
-    sort on the key puts them. A view with 0 loses every comparison, even to another 0: every
-    merge takes the other side's views first, and of two 0s the right one, so the 0s come
-    last, in the reverse of their order."""
+    """What the merge sort gives with ``sort_jobs_by_start_time``'s comparator, each key
+    computed once. The comparator is consistent among start times other than 0, so those come
+    out as any stable sort on the key puts them. A view with 0 loses every comparison, even to
+    another 0: every merge takes the other side's views first, and of two 0s the right one,
+    so the 0s come last, in the reverse of their order."""
     starting: list[JobView] = []
     unknown: list[JobView] = []
     for view in views:
@@ -945,7 +905,7 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
         if letter == "S":
             views = _sorted_by_start(views, reverse)
         elif letter in _SORT_KEYS:
-            # a consistent comparator: any stable sort on the key gives the merge sort's order
+            # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
             views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
         elif letter not in _SORT_NOOP:
             return views, f"{PROG}: error: Invalid sort specification: {letter}"
