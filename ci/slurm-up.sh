@@ -51,6 +51,22 @@ Options (environment variable in brackets):
   --sched-interval N     [SLURM_LAB_SCHED_INTERVAL] SchedulerParameters=sched_interval=N: seconds
                          between the main scheduler's periodic passes, which start a job whose
                          begin time has passed (a requeued one). Default: unset, i.e. Slurm's 60
+  --role ROLE            [SLURM_LAB_ROLE] what this host runs: all (default: every daemon, the
+                         nodes on this host), head (munged, mariadbd, slurmdbd, slurmctld; the nodes
+                         are other hosts, --node-addrs) or node (munged and the one slurmd of the
+                         node named $(hostname -s), one of --node-addrs; no wait for the controller)
+  --controller NAME=ADDR [SLURM_LAB_CONTROLLER] the controller's host name and address
+                         (SlurmctldHost=NAME(ADDR), AccountingStorageHost=NAME); needed with --role
+                         head (NAME is then this host's name) or node. Default: this host, 127.0.0.1
+  --node-addrs N=A[,N=A..] [SLURM_LAB_NODE_ADDRS] with --role head or node: the compute nodes, each
+                         on its own host at address A (NodeAddr=A, SlurmdPort 6818); replaces
+                         --nodes. Every host of the cluster must be given the same list and knobs,
+                         so that each writes the same slurm.conf
+  --slurmd-timeout N     [SLURM_LAB_SLURMD_TIMEOUT] SlurmdTimeout in seconds (default: Slurm's 300)
+  --message-timeout N    [SLURM_LAB_MESSAGE_TIMEOUT] MessageTimeout (default: Slurm's 10)
+  --tcp-timeout N        [SLURM_LAB_TCP_TIMEOUT] TCPTimeout (default: Slurm's 2). With a lost node's
+                         address gone, slurmctld tries each connection 6 times TCPTimeout s, so
+                         this bounds how soon a lost node goes DOWN (1/1/1: about 6 s)
   --no-install           [SLURM_LAB_INSTALL=0] never run apt-get; fail if a package is missing
   --empty                [SLURM_LAB_EMPTY=1] once the nodes are up, cancel every job slurmctld holds
                          (anyone's: use it only on a cluster of your own, as CI's is) and wait until
@@ -96,6 +112,12 @@ DB_PASS=${SLURM_LAB_DB_PASS:-slurmlab}
 INSTALL=${SLURM_LAB_INSTALL:-1}
 EMPTY=${SLURM_LAB_EMPTY:-0}
 APT_RECOMMENDS=${SLURM_LAB_APT_RECOMMENDS:-0}
+ROLE=${SLURM_LAB_ROLE:-all}
+CONTROLLER=${SLURM_LAB_CONTROLLER:-}
+NODE_ADDRS=${SLURM_LAB_NODE_ADDRS:-}
+SLURMD_TIMEOUT=${SLURM_LAB_SLURMD_TIMEOUT:-}
+MESSAGE_TIMEOUT=${SLURM_LAB_MESSAGE_TIMEOUT:-}
+TCP_TIMEOUT=${SLURM_LAB_TCP_TIMEOUT:-}
 
 set_num_opt() { # option value
 	case $1 in
@@ -106,6 +128,12 @@ set_num_opt() { # option value
 	--cred-expire) CRED_EXPIRE=$2 ;;
 	--cpus) CPUS=$2 ;;
 	--sched-interval) SCHED_INTERVAL=$2 ;;
+	--slurmd-timeout) SLURMD_TIMEOUT=$2 ;;
+	--message-timeout) MESSAGE_TIMEOUT=$2 ;;
+	--tcp-timeout) TCP_TIMEOUT=$2 ;;
+	--role) ROLE=$2 ;;
+	--controller) CONTROLLER=$2 ;;
+	--node-addrs) NODE_ADDRS=$2 ;;
 	esac
 }
 
@@ -119,12 +147,14 @@ while (($#)); do
 	--no-job-comment) JOB_COMMENT=0 ;;
 	--no-install) INSTALL=0 ;;
 	--empty) EMPTY=1 ;;
-	--nodes | --first-job-id | --max-job-id | --min-job-age | --cred-expire | --cpus | --sched-interval)
+	--nodes | --first-job-id | --max-job-id | --min-job-age | --cred-expire | --cpus | --sched-interval | \
+		--slurmd-timeout | --message-timeout | --tcp-timeout | --role | --controller | --node-addrs)
 		(($# >= 2)) || die_usage "option $1 needs a value"
 		set_num_opt "$1" "$2"
 		shift
 		;;
-	--nodes=* | --first-job-id=* | --max-job-id=* | --min-job-age=* | --cred-expire=* | --cpus=* | --sched-interval=*)
+	--nodes=* | --first-job-id=* | --max-job-id=* | --min-job-age=* | --cred-expire=* | --cpus=* | --sched-interval=* | \
+		--slurmd-timeout=* | --message-timeout=* | --tcp-timeout=* | --role=* | --controller=* | --node-addrs=*)
 		set_num_opt "${1%%=*}" "${1#*=}"
 		;;
 	*) die_usage "unknown argument: $1" ;;
@@ -156,6 +186,39 @@ if [[ -n $CPUS ]] && { ! is_uint "$CPUS" || ((CPUS < 1 || CPUS > 64)); }; then
 fi
 if [[ -n $SCHED_INTERVAL ]] && { ! is_uint "$SCHED_INTERVAL" || ((SCHED_INTERVAL < 1)); }; then
 	die_usage "bad --sched-interval/SLURM_LAB_SCHED_INTERVAL '$SCHED_INTERVAL' (want an integer >= 1)"
+fi
+for t in "SLURMD_TIMEOUT:$SLURMD_TIMEOUT:--slurmd-timeout" "MESSAGE_TIMEOUT:$MESSAGE_TIMEOUT:--message-timeout" \
+	"TCP_TIMEOUT:$TCP_TIMEOUT:--tcp-timeout"; do
+	IFS=: read -r t_name t_val t_flag <<<"$t"
+	if [[ -n $t_val ]] && { ! is_uint "$t_val" || ((t_val < 1 || t_val > 3600)); }; then
+		die_usage "bad $t_flag/SLURM_LAB_$t_name '$t_val' (want an integer 1..3600)"
+	fi
+done
+[[ $ROLE =~ ^(all|head|node)$ ]] || die_usage "bad --role/SLURM_LAB_ROLE '$ROLE' (want all, head or node)"
+HOST_RE='[a-z][a-z0-9-]{0,39}'
+ADDR_RE='(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}'
+CTLD_NAME="" CTLD_ADDR=127.0.0.1
+if [[ -n $CONTROLLER ]]; then
+	[[ $CONTROLLER =~ ^($HOST_RE)=($ADDR_RE)$ ]] ||
+		die_usage "bad --controller/SLURM_LAB_CONTROLLER '$CONTROLLER' (want NAME=IPv4, NAME lowercase)"
+	CTLD_NAME=${CONTROLLER%%=*} CTLD_ADDR=${CONTROLLER#*=}
+fi
+REMOTE_NAMES=() REMOTE_ADDRS=()
+if [[ -n $NODE_ADDRS ]]; then
+	IFS=, read -r -a pairs <<<"$NODE_ADDRS"
+	for pair in "${pairs[@]}"; do
+		[[ $pair =~ ^($HOST_RE)=($ADDR_RE)$ ]] ||
+			die_usage "bad --node-addrs/SLURM_LAB_NODE_ADDRS entry '$pair' (want NAME=IPv4, NAME lowercase)"
+		[[ " ${REMOTE_NAMES[*]} " != *" ${pair%%=*} "* ]] || die_usage "node '${pair%%=*}' is named twice in --node-addrs"
+		REMOTE_NAMES+=("${pair%%=*}") REMOTE_ADDRS+=("${pair#*=}")
+	done
+	((${#REMOTE_NAMES[@]} >= 1 && ${#REMOTE_NAMES[@]} <= 8)) || die_usage "--node-addrs names 1..8 nodes"
+fi
+if [[ $ROLE == all ]]; then
+	[[ -z $NODE_ADDRS ]] || die_usage "--node-addrs needs --role head or node (with --role all the nodes are on this host)"
+else
+	[[ -n $NODE_ADDRS && -n $CONTROLLER ]] || die_usage "--role $ROLE needs --controller and --node-addrs"
+	NODES=${#REMOTE_NAMES[@]}
 fi
 [[ $CLUSTER =~ ^[a-z0-9][a-z0-9_-]{0,39}$ ]] ||
 	die_usage "bad SLURM_LAB_CLUSTER '$CLUSTER' (want lowercase letters, digits, '_' or '-', at most 40)"
@@ -197,7 +260,19 @@ declare -A LOGFILE=(
 HOST=$(hostname -s)
 NODE_NAMES=()
 SLURMD_KEYS=()
-if ((NODES == 1)); then
+REMOTE=0 # 1: the nodes are other hosts (--role head or node), each with its own slurmd
+if [[ $ROLE != all ]]; then
+	REMOTE=1
+	NODE_NAMES=("${REMOTE_NAMES[@]}")
+	if [[ $ROLE == head && $HOST != "$CTLD_NAME" ]]; then
+		die_usage "--role head runs slurmctld, so this host ($HOST) must be the --controller ($CTLD_NAME)"
+	fi
+	if [[ $ROLE == node ]]; then
+		[[ " ${NODE_NAMES[*]} " == *" $HOST "* ]] ||
+			die_usage "--role node: this host ($HOST) is not one of the --node-addrs (${NODE_NAMES[*]})"
+		SLURMD_KEYS=(slurmd)
+	fi
+elif ((NODES == 1)); then
 	NODE_NAMES=("$HOST")
 	SLURMD_KEYS=(slurmd)
 else
@@ -390,7 +465,7 @@ phase munge munged
 install -d -m 0755 "$RUN" "$MARK" "$STATE"
 install -d -m 0755 -o slurm -g slurm "$LOGD" "$STATE/slurmctld"
 install -d -m 0755 "$STATE/slurmd" "$ETC"
-if ((NODES > 1)); then
+if ((NODES > 1 && !REMOTE)); then
 	for n in "${NODE_NAMES[@]}"; do install -d -m 0755 "$STATE/slurmd/$n"; done
 fi
 
@@ -414,44 +489,47 @@ if ! MUNGE_OUT=$(munge -n 2>&1 | unmunge 2>&1); then
 fi
 
 # ---------------------------------------------------------------- 4. MariaDB
-phase mariadb mariadbd
-mariadb_ping() { mariadb-admin --socket="$SOCK" ping >/dev/null 2>&1; }
-if ! mariadb_ping; then
-	if running_pid mariadbd; then
-		log "mariadbd (pid $RPID) runs but does not answer yet: waiting"
-		STARTED_DB=0
-	else
-		install -d -m 0755 -o mysql -g mysql /run/mysqld
-		if [[ ! -d /var/lib/mysql/mysql ]]; then
-			log "initialising /var/lib/mysql (mariadb-install-db)"
-			mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null ||
-				fail "mariadb-install-db failed" mariadbd
+if [[ $ROLE != node ]]; then # the nodes of a multi-host cluster keep no accounting
+	phase mariadb mariadbd
+	mariadb_ping() { mariadb-admin --socket="$SOCK" ping >/dev/null 2>&1; }
+	if ! mariadb_ping; then
+		if running_pid mariadbd; then
+			log "mariadbd (pid $RPID) runs but does not answer yet: waiting"
+			STARTED_DB=0
+		else
+			install -d -m 0755 -o mysql -g mysql /run/mysqld
+			if [[ ! -d /var/lib/mysql/mysql ]]; then
+				log "initialising /var/lib/mysql (mariadb-install-db)"
+				mariadb-install-db --user=mysql --datadir=/var/lib/mysql >/dev/null ||
+					fail "mariadb-install-db failed" mariadbd
+			fi
+			[[ -e $LOGD/mariadb.err ]] || : >"$LOGD/mariadb.err"
+			chown mysql:mysql "$LOGD/mariadb.err"
+			rm -f "${PIDFILE[mariadbd]}"
+			setsid /usr/sbin/mariadbd --user=mysql --datadir=/var/lib/mysql --socket="$SOCK" \
+				--pid-file="${PIDFILE[mariadbd]}" --bind-address=127.0.0.1 \
+				--innodb-buffer-pool-size=1G --innodb-lock-wait-timeout=900 \
+				--log-error="$LOGD/mariadb.err" </dev/null >/dev/null 2>&1 &
+			STARTED_DB=1
 		fi
-		[[ -e $LOGD/mariadb.err ]] || : >"$LOGD/mariadb.err"
-		chown mysql:mysql "$LOGD/mariadb.err"
-		rm -f "${PIDFILE[mariadbd]}"
-		setsid /usr/sbin/mariadbd --user=mysql --datadir=/var/lib/mysql --socket="$SOCK" \
-			--pid-file="${PIDFILE[mariadbd]}" --bind-address=127.0.0.1 \
-			--innodb-buffer-pool-size=1G --innodb-lock-wait-timeout=900 \
-			--log-error="$LOGD/mariadb.err" </dev/null >/dev/null 2>&1 &
-		STARTED_DB=1
+		wait_until 60 "mariadbd to answer ping" mariadbd mariadb_ping
+		wait_until 10 "mariadbd pid file" mariadbd running_pid mariadbd
+		if ((STARTED_DB)); then mark_started mariadbd "$RPID"; fi
 	fi
-	wait_until 60 "mariadbd to answer ping" mariadbd mariadb_ping
-	wait_until 10 "mariadbd pid file" mariadbd running_pid mariadbd
-	if ((STARTED_DB)); then mark_started mariadbd "$RPID"; fi
-fi
-# Database and grants, every time (idempotent). SQL goes through stdin: the password never
-# appears on a command line or in this script's output.
-if ! SQL_OUT=$(
-	mariadb --socket="$SOCK" -uroot 2>&1 <<SQL
-CREATE DATABASE IF NOT EXISTS slurm_acct_db;
-CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
-ALTER USER 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
-GRANT ALL PRIVILEGES ON slurm_acct_db.* TO 'slurm'@'localhost';
-FLUSH PRIVILEGES;
-SQL
-); then
-	fail "creating slurm_acct_db / user slurm / grants failed: ${SQL_OUT//"$DB_PASS"/***}" mariadbd
+	# Database and grants, every time (idempotent). SQL goes through stdin: the password never
+	# appears on a command line or in this script's output.
+	if ! SQL_OUT=$(
+		mariadb --socket="$SOCK" -uroot 2>&1 <<-SQL
+	CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+	CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+	ALTER USER 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+	GRANT ALL PRIVILEGES ON slurm_acct_db.* TO 'slurm'@'localhost';
+	FLUSH PRIVILEGES;
+	SQL
+	); then
+		fail "creating slurm_acct_db / user slurm / grants failed: ${SQL_OUT//"$DB_PASS"/***}" mariadbd
+	fi
+
 fi
 
 # ---------------------------------------------------------------- 5. configuration files
@@ -480,14 +558,16 @@ REAL_MEM=$((MEM_KB / 1024 * 9 / 10 / NODES))
 
 gen_slurm_conf() {
 	local i
-	if ((NODES == 1)); then
+	if ((REMOTE)); then
+		echo "$HEADER - $NODES-node cluster, one host per node, no systemd, no cgroups"
+	elif ((NODES == 1)); then
 		echo "$HEADER - single-node lab cluster, no systemd, no cgroups"
 	else
 		echo "$HEADER - $NODES-node lab cluster on one host (one slurmd per node), no systemd, no cgroups"
 	fi
 	cat <<EOF
 ClusterName=$CLUSTER
-SlurmctldHost=$HOST(127.0.0.1)
+SlurmctldHost=${CTLD_NAME:-$HOST}($CTLD_ADDR)
 SlurmUser=slurm
 AuthType=auth/munge
 CryptoType=crypto/munge
@@ -517,10 +597,13 @@ SelectTypeParameters=CR_Core
 ReturnToService=2
 # accounting through slurmdbd
 AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
+AccountingStorageHost=${CTLD_NAME:-localhost}
 AccountingStoragePort=6819
 JobCompType=jobcomp/none
 EOF
+	if [[ -n $SLURMD_TIMEOUT ]]; then echo "SlurmdTimeout=$SLURMD_TIMEOUT"; fi
+	if [[ -n $MESSAGE_TIMEOUT ]]; then echo "MessageTimeout=$MESSAGE_TIMEOUT"; fi
+	if [[ -n $TCP_TIMEOUT ]]; then echo "TCPTimeout=$TCP_TIMEOUT"; fi
 	if ((JOB_COMMENT)); then echo "AccountingStoreFlags=job_comment"; fi
 	if [[ -n $CRED_EXPIRE ]]; then echo "AuthInfo=cred_expire=$CRED_EXPIRE"; fi
 	cat <<EOF
@@ -529,7 +612,11 @@ FirstJobId=$FIRST_JOB_ID
 MaxJobId=$MAX_JOB_ID
 MinJobAge=$MIN_JOB_AGE
 EOF
-	if ((NODES == 1)); then
+	if ((REMOTE)); then
+		for i in "${!NODE_NAMES[@]}"; do
+			echo "NodeName=${NODE_NAMES[i]} NodeAddr=${REMOTE_ADDRS[i]} $TOPO RealMemory=$REAL_MEM State=UNKNOWN"
+		done
+	elif ((NODES == 1)); then
 		echo "NodeName=$HOST NodeAddr=127.0.0.1 $TOPO RealMemory=$REAL_MEM State=UNKNOWN"
 	else
 		for i in "${!NODE_NAMES[@]}"; do
@@ -564,7 +651,7 @@ CgroupPlugin=autodetect
 EOF
 }
 
-if ((NODES == 1)); then
+if ((NODES == 1 || REMOTE)); then
 	SPOOL_SUFFIX="" SLURMD_PIDFILE=${PIDFILE[slurmd]} SLURMD_LOGFILE=${LOGFILE[slurmd]}
 else
 	SPOOL_SUFFIX=/%n SLURMD_PIDFILE=$RUN/slurmd-%n.pid SLURMD_LOGFILE=$LOGD/slurmd-%n.log
@@ -597,60 +684,69 @@ install_conf() { # dest owner:group mode generator -> CHANGED=1 when (re)written
 }
 install_conf "$ETC/slurm.conf" root:root 0644 gen_slurm_conf
 CONF_CHANGED=$CHANGED
-install_conf "$ETC/slurmdbd.conf" slurm:slurm 0600 gen_slurmdbd_conf
-DBD_CHANGED=$CHANGED
+DBD_CHANGED=0
+if [[ $ROLE != node ]]; then # the database password stays on the head
+	install_conf "$ETC/slurmdbd.conf" slurm:slurm 0600 gen_slurmdbd_conf
+	DBD_CHANGED=$CHANGED
+fi
 install_conf "$ETC/cgroup.conf" root:root 0644 gen_cgroup_conf
-log "config: Nodes=$NODES JobComment=$JOB_COMMENT FirstJobId=$FIRST_JOB_ID MaxJobId=$MAX_JOB_ID MinJobAge=$MIN_JOB_AGE" \
+log "config: Role=$ROLE Nodes=$NODES JobComment=$JOB_COMMENT FirstJobId=$FIRST_JOB_ID MaxJobId=$MAX_JOB_ID MinJobAge=$MIN_JOB_AGE" \
 	"cred_expire=${CRED_EXPIRE:-default} cpus=${CPUS:-host} sched_interval=${SCHED_INTERVAL:-default} (slurm.conf changed=$CONF_CHANGED, slurmdbd.conf changed=$DBD_CHANGED)"
 
 # ---------------------------------------------------------------- 6. slurmdbd
-phase slurmdbd "slurmdbd mariadbd"
-start_daemon slurmdbd "$DBD_CHANGED" mariadbd
-CLUSTERS=""
-dbd_answers() { CLUSTERS=$(sacctmgr -n -P list cluster format=cluster 2>/dev/null); }
-wait_until 90 "slurmdbd to answer sacctmgr" slurmdbd dbd_answers
+if [[ $ROLE != node ]]; then # slurmdbd and slurmctld run on the head alone
+	phase slurmdbd "slurmdbd mariadbd"
+	start_daemon slurmdbd "$DBD_CHANGED" mariadbd
+	CLUSTERS=""
+	dbd_answers() { CLUSTERS=$(sacctmgr -n -P list cluster format=cluster 2>/dev/null); }
+	wait_until 90 "slurmdbd to answer sacctmgr" slurmdbd dbd_answers
 
-# ---------------------------------------------------------------- 7. accounting registration (before slurmctld)
-phase "sacctmgr registration" slurmdbd
-sacctmgr_add() { # description, then the sacctmgr arguments
-	local what=$1 out
-	shift
-	out=$(sacctmgr -i "$@" 2>&1) || fail "sacctmgr $* failed: $out" slurmdbd
-	log "registered $what"
-}
-if ! grep -Fx -- "$CLUSTER" >/dev/null <<<"$CLUSTERS"; then
-	sacctmgr_add "cluster $CLUSTER" add cluster "$CLUSTER"
-fi
-ASSOC_OUT=$(sacctmgr -n -P list assoc cluster="$CLUSTER" account="$ACCOUNT" format=account,user 2>&1) ||
-	fail "sacctmgr list assoc failed: $ASSOC_OUT" slurmdbd
-if ! grep -Fx -- "$ACCOUNT|" >/dev/null <<<"$ASSOC_OUT"; then
-	sacctmgr_add "account $ACCOUNT" add account "$ACCOUNT" Cluster="$CLUSTER" Description="slurm lab" Organization=lab
-fi
-for u in "${USERS[@]}"; do
-	USER_OUT=$(sacctmgr -n -P list assoc cluster="$CLUSTER" account="$ACCOUNT" user="$u" format=user 2>&1) ||
-		fail "sacctmgr list assoc failed: $USER_OUT" slurmdbd
-	if ! grep -Fx -- "$u" >/dev/null <<<"$USER_OUT"; then
-		sacctmgr_add "user $u in account $ACCOUNT" add user "$u" Account="$ACCOUNT" DefaultAccount="$ACCOUNT" Cluster="$CLUSTER"
+	# ---------------------------------------------------------------- 7. accounting registration (before slurmctld)
+	phase "sacctmgr registration" slurmdbd
+	sacctmgr_add() { # description, then the sacctmgr arguments
+		local what=$1 out
+		shift
+		out=$(sacctmgr -i "$@" 2>&1) || fail "sacctmgr $* failed: $out" slurmdbd
+		log "registered $what"
+	}
+	if ! grep -Fx -- "$CLUSTER" >/dev/null <<<"$CLUSTERS"; then
+		sacctmgr_add "cluster $CLUSTER" add cluster "$CLUSTER"
 	fi
-done
+	ASSOC_OUT=$(sacctmgr -n -P list assoc cluster="$CLUSTER" account="$ACCOUNT" format=account,user 2>&1) ||
+		fail "sacctmgr list assoc failed: $ASSOC_OUT" slurmdbd
+	if ! grep -Fx -- "$ACCOUNT|" >/dev/null <<<"$ASSOC_OUT"; then
+		sacctmgr_add "account $ACCOUNT" add account "$ACCOUNT" Cluster="$CLUSTER" Description="slurm lab" Organization=lab
+	fi
+	for u in "${USERS[@]}"; do
+		USER_OUT=$(sacctmgr -n -P list assoc cluster="$CLUSTER" account="$ACCOUNT" user="$u" format=user 2>&1) ||
+			fail "sacctmgr list assoc failed: $USER_OUT" slurmdbd
+		if ! grep -Fx -- "$u" >/dev/null <<<"$USER_OUT"; then
+			sacctmgr_add "user $u in account $ACCOUNT" add user "$u" Account="$ACCOUNT" DefaultAccount="$ACCOUNT" Cluster="$CLUSTER"
+		fi
+	done
 
-# ---------------------------------------------------------------- 8. slurmctld
-phase slurmctld slurmctld
-if ((CONF_CHANGED)); then
-	stop_all_slurmd # every slurmd, of the old layout and the new one, before slurmctld
+	# ---------------------------------------------------------------- 8. slurmctld
+	phase slurmctld slurmctld
+	if ((CONF_CHANGED)); then
+		stop_all_slurmd # every slurmd, of the old layout and the new one, before slurmctld
+	fi
+	start_daemon slurmctld "$CONF_CHANGED" slurmdbd
+	ctld_ping() { scontrol ping 2>/dev/null | grep -F 'is UP' >/dev/null; }
+	wait_until 60 "slurmctld to answer scontrol ping" slurmctld ctld_ping
+
 fi
-start_daemon slurmctld "$CONF_CHANGED" slurmdbd
-ctld_ping() { scontrol ping 2>/dev/null | grep -F 'is UP' >/dev/null; }
-wait_until 60 "slurmctld to answer scontrol ping" slurmctld ctld_ping
 
 # ---------------------------------------------------------------- 9. slurmd, node idle
 phase "slurmd + node idle" "${SLURMD_KEYS[*]}"
+if [[ $ROLE == node ]] && ((CONF_CHANGED)); then
+	stop_all_slurmd # a node's slurmd restarts on a changed slurm.conf (on the head, slurmctld's phase does it)
+fi
 STARTING=()
-for i in "${!NODE_NAMES[@]}"; do
+for i in "${!SLURMD_KEYS[@]}"; do
 	key=${SLURMD_KEYS[i]}
 	if running_pid "$key"; then continue; fi
 	rm -f "${PIDFILE[$key]}"
-	if ((NODES == 1)); then
+	if ((NODES == 1 || REMOTE)); then
 		/usr/sbin/slurmd || fail "slurmd failed to start" "$key"
 	else
 		/usr/sbin/slurmd -N "${NODE_NAMES[i]}" || fail "slurmd -N ${NODE_NAMES[i]} failed to start" "$key"
@@ -669,13 +765,15 @@ nodes_ready() { # every node idle/mixed/allocated; the others' logs are the ones
 		[[ $st =~ ^(idle|mixed|allocated)$ ]] && continue
 		ok=0
 		WAIT_FAIL_EXTRA+=" ${NODE_NAMES[i]}=${st:-none}"
-		WAIT_FAIL_LOGS+=" ${SLURMD_KEYS[i]}"
+		WAIT_FAIL_LOGS+=" ${SLURMD_KEYS[i]:-}"
 	done
 	WAIT_FAIL_EXTRA=" (last state:$WAIT_FAIL_EXTRA)"
 	((ok))
 }
 if ((NODES == 1)); then WHAT="node $HOST"; else WHAT="nodes $NODE_CSV"; fi
-wait_until 90 "$WHAT to become idle/mixed/allocated" "${SLURMD_KEYS[*]}" nodes_ready
+if [[ $ROLE != node ]]; then # a node does not wait for the controller, which may come up later
+	wait_until 90 "$WHAT to become idle/mixed/allocated" "${SLURMD_KEYS[*]}" nodes_ready
+fi
 WAIT_FAIL_EXTRA="" WAIT_FAIL_LOGS=""
 
 if ((EMPTY)); then
@@ -699,9 +797,15 @@ fi
 phase "(end)"
 
 # ---------------------------------------------------------------- summary
-UP=$(sinfo -h -n "$NODE_CSV" -o '%P %T %c cpus %N')
-log "cluster up: ${UP//$'\n'/; }"
-for n in munged mariadbd slurmdbd slurmctld "${SLURMD_KEYS[@]}"; do
+if [[ $ROLE == node ]]; then
+	DAEMONS=(munged slurmd)
+	log "node $HOST up: slurmd serves it (controller $CTLD_NAME at $CTLD_ADDR)"
+else
+	DAEMONS=(munged mariadbd slurmdbd slurmctld "${SLURMD_KEYS[@]}")
+	UP=$(sinfo -h -n "$NODE_CSV" -o '%P %T %c cpus %N')
+	log "cluster up: ${UP//$'\n'/; }"
+fi
+for n in "${DAEMONS[@]}"; do
 	running_pid "$n" || fail "$n is not running any more" "$n"
 	m=""
 	if [[ -f $MARK/$n ]]; then read -r m 2>/dev/null <"$MARK/$n" || true; fi

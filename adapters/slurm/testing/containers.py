@@ -1,66 +1,97 @@
-"""A Slurm cluster in a container, for users who have a Docker engine: the optional extra
-``containers`` (``pip install 'dispatch-kit[containers]'``, which brings docker and
-testcontainers).
+"""A multi-node Slurm 22.05 in containers, for users who have a Docker engine: the optional
+extra ``containers`` (``pip install 'dispatch-kit[containers]'``: docker and testcontainers).
 
-- :class:`SlurmContainer` builds an image (Debian 12, Slurm 22.05 from Debian's packages, the
-  project's bring-up script ``ci/slurm-up.sh`` with ``ci/slurm-lab-lib.sh``, which it sources)
-  and runs one container holding a one-node cluster (slurmctld, slurmd, slurmdbd on MariaDB,
-  munge); stopping it removes the container.
-- :class:`DockerExecTransport` is the Slurm adapter's transport into a running container:
-  ``docker exec``, so at run time it needs only the docker CLI.
-- :class:`SlurmContainerHarness` (the ``slurm-container`` harness) is ``slurm-local``'s harness
-  on such a container, started on first need and removed by ``close()``. Without the extra or
-  without a Docker engine, every check is skipped with the reason.
+- :class:`SlurmCluster` builds one image (the base image ``ci/docker-up.sh`` makes from
+  ``debootstrap``, Debian 12's Slurm packages, the project's ``ci/slurm-up.sh`` and the
+  entrypoint ``ci/slurm-node-entrypoint.sh``) and runs, through testcontainers, on one
+  user-defined network with fixed addresses, a head container (slurmctld, slurmdbd on MariaDB,
+  munge, sshd) and two or more node containers (munge, slurmd each). Nothing is pulled from a
+  registry: a missing base image is an error that says how to build it.
+- :class:`DockerExecTransport` runs a command in the head container (``docker exec``); the
+  adapter's own :class:`~adapters.slurm.SshTransport` reaches the head's sshd with a key made
+  for the cluster and its host key checked.
+- :class:`SlurmContainersHarness` (``slurm-containers``, ``slurm-containers-ssh``) is
+  ``slurm-local``'s harness on such a cluster, plus the real loss of a node: the node's
+  container is stopped, slurmctld marks it down and ends (or requeues) the job, and the node is
+  started again.
 
-docker and testcontainers are imported only when a container is started or an engine is
-looked for: importing this module needs neither.
+Everything the cluster makes carries the label :data:`CLUSTER_LABEL`; :meth:`SlurmCluster.stop`
+removes its containers, network and directories, and is also run when the process exits, and
+:func:`reap` removes what a killed process left (there is no Ryuk here). docker and
+testcontainers are imported only when a cluster starts or an engine is looked for.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import hashlib
 import importlib
 import importlib.resources
-import json
 import logging
-import shlex
+import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType, TracebackType
+from types import ModuleType
 from typing import Any, Final
 
-from adapters.slurm.testing.local import SlurmLocalHarness
-from conformance.harness import CannotInject
-from dispatch_core import Clock, WallClock
+from adapters.slurm import SshTransport, Transport
+from adapters.slurm.testing.local import (
+    LOCAL_OFFERS,
+    LOCAL_REFUSED,
+    OTHER_USER_REFUSED,
+    LocalFaults,
+    SlurmLocalHarness,
+)
+from conformance.harness import CannotInject, Fault, HarnessUnavailable, LookAlike, look_alike_need
+from dispatch_core import Clock, ObjectRef, Rejected, WallClock
 from dispatch_core.clock import pause
 
 EXTRA: Final = "containers"
 INSTALL_HINT: Final = "pip install 'dispatch-kit[containers]'"
-BASE_IMAGE: Final = "debian:12"
-PACKAGES: Final = ("slurm-wlm", "slurmdbd", "slurm-client", "munge", "mariadb-server")
-"""Debian 12's packages of a one-node Slurm 22.05 with accounting (installed without their
-recommends)."""
+BASE_IMAGE: Final = "dispatch/bookworm-min:latest"
+BUILD_BASE_HINT: Final = (
+    "build it with ci/docker-up.sh (debootstrap --variant=minbase bookworm, then docker import: "
+    "nothing is pulled from a registry)"
+)
+PACKAGES: Final = (
+    "slurm-wlm",
+    "slurmdbd",
+    "slurm-client",
+    "munge",
+    "mariadb-server",
+    "openssh-server",
+    "procps",
+    "iproute2",
+)
+"""Debian 12's packages of a Slurm 22.05 with accounting, and sshd (without recommends)."""
 SCRIPT_RESOURCE: Final = "slurm-up.sh"
-"""The bring-up script, package data of :mod:`adapters.slurm.testing` (``ci/slurm-up.sh``)."""
 LIB_RESOURCE: Final = "slurm-lab-lib.sh"
-"""The library the bring-up script sources from its own directory, package data as well
-(``ci/slurm-lab-lib.sh``)."""
-BRING_UP_FILES: Final = (SCRIPT_RESOURCE, LIB_RESOURCE)
-"""What the image gets in :data:`SCRIPT_DIR`, each under its package data name."""
+ENTRYPOINT_RESOURCE: Final = "slurm-node-entrypoint.sh"
+BRING_UP_FILES: Final = (SCRIPT_RESOURCE, LIB_RESOURCE, ENTRYPOINT_RESOURCE)
+"""Package data of :mod:`adapters.slurm.testing` (links to ``ci/``), copied together into
+:data:`SCRIPT_DIR`: the entrypoint runs the bring-up script, which sources its library."""
 SCRIPT_DIR: Final = "/usr/local/sbin"
-"""The one directory of the image holding the script and its library."""
-SCRIPT_PATH: Final = f"{SCRIPT_DIR}/{SCRIPT_RESOURCE}"
-LOG_DIR: Final = "/var/log/slurm-lab"
-"""Where the bring-up script writes its logs, inside the container."""
-READY_LINE: Final = "dispatch-kit: cluster up"
-"""The line the container prints once the bring-up script has exited 0 (the node is idle)."""
 IMAGE_REPOSITORY: Final = "dispatch-kit/slurm"
+CLUSTER_LABEL: Final = "org.dispatch.slurm-cluster"
+"""Every container and network of a cluster carries it; its value is the cluster's name."""
+OWNER_LABEL: Final = "org.dispatch.owner"
+"""``<host>:<pid>`` of the process that made the cluster: :func:`reap` removes the clusters
+of processes that are gone."""
+HEAD: Final = "head"
+SHARED_DIR: Final = "/shared"
+"""A directory every container of a cluster mounts (read-write): the harness's control and
+scratch directories live there, so that a job on a node sees what the head made."""
+CONFIG_DIR: Final = "/cluster"
+LOG_DIR: Final = "/var/log/slurm-lab"
 LOG_TAIL: Final = 40
+SUBNET_PREFIX: Final = "172.30"
 
 log = logging.getLogger(__name__)
 
@@ -70,12 +101,12 @@ class MissingExtra(ImportError):
 
 
 class ScriptMissing(FileNotFoundError):
-    """The bring-up script, or the library it sources, is not in the installed package."""
+    """A bring-up file is not in the installed package."""
 
 
 class ContainerNotReady(RuntimeError):
-    """The image did not build, or the cluster in the container did not come up; the message's
-    first line says why, the lines after it hold the logs."""
+    """The image did not build, or the cluster did not come up; the message's first line says
+    why, the lines after it hold the logs."""
 
 
 def require(module: str) -> ModuleType:
@@ -88,31 +119,20 @@ def require(module: str) -> ModuleType:
         ) from error
 
 
-def _package_file(name: str, what: str) -> bytes:
-    """The bytes of ``adapters/slurm/testing/<name>`` (a link to ``ci/<name>``), or
-    :class:`ScriptMissing` saying where ``what`` was looked for."""
-    resource = importlib.resources.files("adapters.slurm.testing").joinpath(name)
-    try:
-        return resource.read_bytes()
-    except OSError as error:
-        raise ScriptMissing(
-            f"{what} is missing: adapters/slurm/testing/{name} (the project's ci/{name}, shipped "
-            f"as package data) cannot be read at {resource} ({type(error).__name__})"
-        ) from error
-
-
-def bring_up_script() -> bytes:
-    """The bring-up script's bytes, or :class:`ScriptMissing` saying where it was looked for."""
-    return _package_file(SCRIPT_RESOURCE, "the bring-up script")
-
-
 def bring_up_files() -> dict[str, bytes]:
-    """The files the image gets in :data:`SCRIPT_DIR`, by name (:data:`BRING_UP_FILES`): the
-    bring-up script and the library it sources; :class:`ScriptMissing` when one is missing."""
-    return {
-        SCRIPT_RESOURCE: bring_up_script(),
-        LIB_RESOURCE: _package_file(LIB_RESOURCE, "the bring-up script's library"),
-    }
+    """The files the image gets in :data:`SCRIPT_DIR`, by name; :class:`ScriptMissing` names
+    the one that cannot be read."""
+    files = {}
+    for name in BRING_UP_FILES:
+        resource = importlib.resources.files("adapters.slurm.testing").joinpath(name)
+        try:
+            files[name] = resource.read_bytes()
+        except OSError as error:
+            raise ScriptMissing(
+                f"adapters/slurm/testing/{name} (the project's ci/{name}, shipped as package "
+                f"data) cannot be read at {resource} ({type(error).__name__})"
+            ) from error
+    return files
 
 
 def _positive(name: str, value: int | None) -> None:
@@ -122,19 +142,33 @@ def _positive(name: str, value: int | None) -> None:
 
 @dataclass(frozen=True)
 class Knobs:
-    """The cluster's settings, passed to the bring-up script as flags; ``None`` leaves the
+    """The cluster's settings, passed to ``ci/slurm-up.sh`` on every host of the cluster as
+    flags (the same on each, so that each writes the same slurm.conf); ``None`` leaves the
     script's default."""
 
     job_comment: bool = True
-    """``AccountingStoreFlags=job_comment`` (``--job-comment``/``--no-job-comment``)."""
-    max_job_id: int | None = None
-    min_job_age: int | None = None
-    cred_expire: int | None = None
+    max_job_id: int | None = 20
+    min_job_age: int | None = 2
+    cred_expire: int | None = 5
+    cpus: int | None = 4
+    sched_interval: int | None = 5
+    slurmd_timeout: int | None = 2
+    message_timeout: int | None = 3
+    tcp_timeout: int | None = 1
+    """Node loss: DOWN about 10 s after a node's container stops (docker-engine.md §8.5)."""
 
     def __post_init__(self) -> None:
-        _positive("max_job_id", self.max_job_id)
-        _positive("min_job_age", self.min_job_age)
-        _positive("cred_expire", self.cred_expire)
+        for field in (
+            "max_job_id",
+            "min_job_age",
+            "cred_expire",
+            "cpus",
+            "sched_interval",
+            "slurmd_timeout",
+            "message_timeout",
+            "tcp_timeout",
+        ):
+            _positive(field, getattr(self, field))
 
     def flags(self) -> list[str]:
         """The bring-up script's flags for these settings."""
@@ -143,41 +177,101 @@ class Knobs:
             ("--max-job-id", self.max_job_id),
             ("--min-job-age", self.min_job_age),
             ("--cred-expire", self.cred_expire),
+            ("--cpus", self.cpus),
+            ("--sched-interval", self.sched_interval),
+            ("--slurmd-timeout", self.slurmd_timeout),
+            ("--message-timeout", self.message_timeout),
+            ("--tcp-timeout", self.tcp_timeout),
         ):
             if value is not None:
                 flags += [flag, str(value)]
         return flags
 
 
-def container_command(knobs: Knobs) -> list[str]:
-    """The container's command: bring the cluster up (the packages are in the image), print
-    :data:`READY_LINE`, then keep the container alive. A failing script ends the container."""
-    bring_up = shlex.join([SCRIPT_PATH, "--no-install", *knobs.flags()])
-    return [
-        "/bin/sh",
-        "-c",
-        f"set -e; {bring_up}; echo {shlex.quote(READY_LINE)}; exec sleep infinity",
-    ]
+@dataclass(frozen=True)
+class Layout:
+    """Who is where on the cluster's network: the head at ``.10``, node ``i`` (1-based) at
+    ``.10+i`` of ``subnet`` (a /24)."""
+
+    subnet: str
+    nodes: int
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.nodes <= 8:
+            raise ValueError(f"a cluster has 1 to 8 nodes, not {self.nodes}")
+
+    def address(self, host: str) -> str:
+        base = self.subnet.rsplit(".", 1)[0]
+        return f"{base}.10" if host == HEAD else f"{base}.{10 + int(host.removeprefix('node'))}"
+
+    @property
+    def node_names(self) -> list[str]:
+        return [f"node{i}" for i in range(1, self.nodes + 1)]
+
+    def role_flags(self) -> list[str]:
+        """The flags that place a host in the cluster (the same on every host)."""
+        addrs = ",".join(f"{name}={self.address(name)}" for name in self.node_names)
+        return ["--controller", f"{HEAD}={self.address(HEAD)}", "--node-addrs", addrs]
 
 
-def dockerfile(knobs: Knobs, packages: Sequence[str] = PACKAGES) -> str:
-    """The image's Dockerfile: Debian 12, ``packages`` without recommends, the bring-up script
-    and its library (:data:`BRING_UP_FILES` in the build context, copied together into
-    :data:`SCRIPT_DIR`) and :func:`container_command` as its command."""
+def container_command(role: str, layout: Layout, knobs: Knobs) -> list[str]:
+    """A container's command: the entrypoint with its role and the bring-up script's flags."""
+    return [f"{SCRIPT_DIR}/{ENTRYPOINT_RESOURCE}", role, *layout.role_flags(), *knobs.flags()]
+
+
+def ready_line(role: str, host: str) -> str:
+    """What the entrypoint prints once the host's part of the cluster is up."""
+    return f"dispatch-kit: {role} {host} up"
+
+
+def dockerfile(base: str = BASE_IMAGE, packages: Sequence[str] = PACKAGES) -> str:
+    """The image's Dockerfile: the base image, the host's Debian sources (``debian.sources`` in
+    the context; empty when the host has none, and the base's own are kept), ``packages``
+    without recommends, nothing started, no munge key and no ssh host keys (each cluster makes
+    its own), and the bring-up files."""
     return "\n".join(
         [
-            "# Generated by adapters.slurm.testing.containers: a one-node Slurm 22.05.",
-            f"FROM {BASE_IMAGE}",
-            "ENV DEBIAN_FRONTEND=noninteractive",
-            "RUN apt-get update \\",
-            f" && apt-get install -y --no-install-recommends {' '.join(packages)} \\",
-            " && rm -rf /var/lib/apt/lists/*",
+            "# Generated by adapters.slurm.testing.containers: Slurm 22.05, multi-node.",
+            f"FROM {base}",
+            "ENV DEBIAN_FRONTEND=noninteractive LC_ALL=C",
+            "COPY debian.sources /tmp/debian.sources",
+            "RUN if [ -s /tmp/debian.sources ]; then rm -f /etc/apt/sources.list \\",
+            "      && mv /tmp/debian.sources /etc/apt/sources.list.d/debian.sources; \\",
+            "    else rm -f /tmp/debian.sources; fi \\",
+            " && printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d \\",
+            " && chmod 0755 /usr/sbin/policy-rc.d \\",
+            " && apt-get update -q \\",
+            " && apt-get install -y -q --no-install-recommends \\",
+            "      -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \\",
+            f"      {' '.join(packages)} \\",
+            " && apt-get clean && rm -rf /var/lib/apt/lists/* \\",
+            " && rm -f /etc/munge/munge.key /etc/ssh/ssh_host_*",
             f"COPY {' '.join(BRING_UP_FILES)} {SCRIPT_DIR}/",
-            f"RUN chmod 0755 {SCRIPT_PATH}",
-            f"CMD {json.dumps(container_command(knobs))}",
+            f"RUN chmod 0755 {' '.join(f'{SCRIPT_DIR}/{name}' for name in BRING_UP_FILES)}",
             "",
         ]
     )
+
+
+def host_sources() -> bytes:
+    """The host's Debian sources (deb822 ``debian.sources``, else ``sources.list``), so that the
+    image installs what the host would; empty when the host has neither."""
+    for path in ("/etc/apt/sources.list.d/debian.sources", "/etc/apt/sources.list"):
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            continue
+    return b""
+
+
+def image_tag(docker_file: str, files: Mapping[str, bytes], base_id: str) -> str:
+    """A digest of the Dockerfile, the base image's id and the build context (names included)."""
+    digest = hashlib.sha256(docker_file.encode())
+    digest.update(b"\0base\0" + base_id.encode())
+    for name, data in sorted(files.items()):
+        digest.update(b"\0%s\0%d\0" % (name.encode(), len(data)))
+        digest.update(data)
+    return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:16]}"
 
 
 def _first_line(text: str) -> str:
@@ -189,7 +283,7 @@ def _tail(text: str, lines: int = LOG_TAIL) -> str:
 
 
 def engine_problem(docker_cli: str = "docker") -> str | None:
-    """Why no container can be started here (the extra is missing, no docker CLI, or no Docker
+    """Why no cluster can be started here (the extra is missing, no docker CLI, or no Docker
     engine answers ``ping``), or None when one can."""
     try:
         docker = require("docker")
@@ -205,97 +299,157 @@ def engine_problem(docker_cli: str = "docker") -> str | None:
         finally:
             client.close()
     except Exception as error:
-        return f"no Docker engine answers ({type(error).__name__}: {_first_line(str(error))})"
+        return (
+            f"no Docker engine answers ({type(error).__name__}: {_first_line(str(error))}); "
+            "start one with ci/docker-up.sh"
+        )
     return None
 
 
 def wait_until_up(
     read_logs: Callable[[], str],
     status: Callable[[], str],
+    line: str,
     *,
     bound: float,
     clock: Clock,
-    interval: float = 2.0,
+    interval: float = 0.5,
 ) -> None:
-    """Return once the container's logs hold :data:`READY_LINE`; raise
-    :class:`ContainerNotReady`, with the end of the logs, when the container has ended
-    (``status`` says ``exited`` or ``dead``) or ``bound`` seconds of ``clock`` have passed."""
+    """Return once a container's logs hold ``line``; raise :class:`ContainerNotReady`, with the
+    end of the logs, when the container has ended (``status`` says ``exited`` or ``dead``) or
+    ``bound`` seconds of ``clock`` have passed."""
     deadline = clock.now() + bound
     while True:
         logs = read_logs()
-        if READY_LINE in (line.strip() for line in logs.splitlines()):
+        if line in (text.strip() for text in logs.splitlines()):
             return
         state = status()
         if state in ("exited", "dead"):
-            why = f"the Slurm container {state} before its cluster was up"
+            why = f"the container {state} before it printed {line!r}"
         elif clock.now() >= deadline:
-            why = f"the Slurm cluster in the container was not up within {bound:.0f} s"
+            why = f"the container did not print {line!r} within {bound:.0f} s"
         else:
             pause(clock, interval)
             continue
-        raise ContainerNotReady(f"{why}; the container's log ends:\n{_tail(logs)}")
+        raise ContainerNotReady(f"{why}; its log ends:\n{_tail(logs)}")
 
 
-class SlurmContainer:
-    """One container running a one-node Slurm 22.05, brought up by ``ci/slurm-up.sh`` with the
-    given knobs. :meth:`start` builds the image (once per Dockerfile, script and library: the tag
-    is their digest), starts the container and waits, up to ``bound`` seconds, for the cluster;
-    :meth:`stop` removes the container. Needs the extra and a Docker engine; testcontainers
-    also starts its reaper container (``TESTCONTAINERS_RYUK_DISABLED=true`` turns it off)."""
+def _owner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's, or unreadable: not ours to judge
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap(client: Any) -> list[str]:
+    """Remove the containers and networks of clusters whose process is gone (on this host);
+    the names of what was removed."""
+    removed: list[str] = []
+    for container in client.containers.list(all=True, filters={"label": CLUSTER_LABEL}):
+        if not _alive(container.labels.get(OWNER_LABEL, "")):
+            container.remove(force=True, v=True)
+            removed.append(f"container {container.name}")
+    for network in client.networks.list(filters={"label": CLUSTER_LABEL}):
+        if not _alive(network.attrs.get("Labels", {}).get(OWNER_LABEL, "")):
+            network.remove()
+            removed.append(f"network {network.name}")
+    return removed
+
+
+def leftovers(client: Any, cluster: str | None = None) -> list[str]:
+    """The containers and networks of ``cluster`` (of every cluster when None) the engine
+    still has: what a cleanup left behind."""
+    label = CLUSTER_LABEL if cluster is None else f"{CLUSTER_LABEL}={cluster}"
+    found = [
+        f"container {c.name}" for c in client.containers.list(all=True, filters={"label": label})
+    ]
+    found += [f"network {n.name}" for n in client.networks.list(filters={"label": label})]
+    return found
+
+
+class SlurmCluster:
+    """A head and ``nodes`` node containers running one Slurm 22.05 with the given knobs.
+    :meth:`start` builds the image (once per recipe: the tag is its digest), makes the network
+    and the cluster's secrets (a munge key and an ssh key, in a 0700 directory of this host),
+    starts the nodes, then the head, and returns once every node is idle; :meth:`stop` removes
+    everything it made, and runs at the latest when the process exits."""
 
     def __init__(
         self,
+        knobs: Knobs | None = None,
         *,
-        job_comment: bool = True,
-        max_job_id: int | None = None,
-        min_job_age: int | None = None,
-        cred_expire: int | None = None,
-        packages: Sequence[str] = PACKAGES,
+        nodes: int = 2,
         name: str | None = None,
-        hostname: str = "slurm",
-        privileged: bool = False,
-        bound: float = 300.0,
-        build_timeout: float = 1800.0,
+        bound: float = 180.0,
+        build_timeout: float = 900.0,
         clock: Clock | None = None,
     ) -> None:
-        self.knobs = Knobs(job_comment, max_job_id, min_job_age, cred_expire)
-        self.packages = tuple(packages)
-        self.name = name if name is not None else f"dispatch-slurm-{uuid.uuid4().hex[:10]}"
-        if not self.name or self.name.startswith("-"):
-            raise ValueError(f"{self.name!r} is not a container name")
-        self.hostname = hostname
-        self.privileged = privileged
+        self.knobs = knobs if knobs is not None else Knobs()
+        self.nodes = nodes
+        self.name = name if name is not None else f"dispatch-slurm-{uuid.uuid4().hex[:8]}"
+        if not self.name or self.name.startswith("-") or not self.name.replace("-", "").isalnum():
+            raise ValueError(f"{self.name!r} is not a cluster name")
         self.bound = bound
         self.build_timeout = build_timeout
         self.clock: Clock = clock if clock is not None else WallClock()
-        self._container: Any = None
+        self.layout: Layout | None = None
+        self.secrets: Path | None = None
+        self.shared: Path | None = None
+        self._containers: dict[str, Any] = {}
+        self._network: Any = None
+        self.timings: dict[str, float] = {}
+        """Seconds of each step of the last start: image, network, nodes, head, idle."""
 
-    # -- the image ----------------------------------------------------------------------------
+    # -- names -------------------------------------------------------------------------------------
 
-    def dockerfile(self) -> str:
-        return dockerfile(self.knobs, self.packages)
+    def container_name(self, host: str) -> str:
+        return f"{self.name}-{host}"
 
-    def image_tag(self, files: Mapping[str, bytes]) -> str:
-        """The image's tag: a digest of its Dockerfile and the files of its build context
-        (:func:`bring_up_files`: the bring-up script and its library), names included."""
-        digest = hashlib.sha256(self.dockerfile().encode())
-        for name, data in sorted(files.items()):
-            digest.update(b"\0%s\0%d\0" % (name.encode(), len(data)))
-            digest.update(data)
-        return f"{IMAGE_REPOSITORY}:{digest.hexdigest()[:16]}"
+    @property
+    def hosts(self) -> list[str]:
+        return [HEAD, *Layout("0.0.0.0/24", self.nodes).node_names]
 
-    def _image(self, client: Any, errors: ModuleType) -> str:
-        """Build the image unless the engine has it; its tag."""
+    @property
+    def started(self) -> bool:
+        return bool(self._containers)
+
+    def labels(self) -> dict[str, str]:
+        return {CLUSTER_LABEL: self.name, OWNER_LABEL: _owner()}
+
+    # -- the image -----------------------------------------------------------------------------
+
+    def image(self, client: Any, errors: ModuleType) -> str:
+        """Build the cluster's image unless the engine has it; its tag. A missing base image
+        is :class:`ContainerNotReady` saying how to build it (nothing is pulled)."""
+        try:
+            base = client.images.get(BASE_IMAGE)
+        except errors.ImageNotFound:
+            raise ContainerNotReady(
+                f"the base image {BASE_IMAGE} is not in the Docker engine: {BUILD_BASE_HINT}"
+            ) from None
         files = bring_up_files()
-        tag = self.image_tag(files)
+        context_files = {**files, "debian.sources": host_sources()}
+        docker_file = dockerfile()
+        tag = image_tag(docker_file, context_files, str(base.id))
         try:
             client.images.get(tag)
             return tag
         except errors.ImageNotFound:
             pass
+        log.info("building %s from %s", tag, BASE_IMAGE)
         with tempfile.TemporaryDirectory(prefix="dispatch-slurm-image-") as context:
-            Path(context, "Dockerfile").write_text(self.dockerfile())
-            for name, data in files.items():
+            Path(context, "Dockerfile").write_text(docker_file)
+            for name, data in context_files.items():
                 Path(context, name).write_bytes(data)
             try:
                 client.images.build(
@@ -313,85 +467,256 @@ class SlurmContainer:
                 ) from error
         return tag
 
-    # -- the container --------------------------------------------------------------------------
+    # -- bring-up --------------------------------------------------------------------------------
 
-    @property
-    def started(self) -> bool:
-        return self._container is not None
+    def _make_network(self, client: Any, types: ModuleType, errors: ModuleType) -> Layout:
+        """A bridge network on the first free 172.30.X.0/24 (from one the name picks)."""
+        start = int(hashlib.sha256(self.name.encode()).hexdigest(), 16) % 256
+        for step in range(256):
+            subnet = f"{SUBNET_PREFIX}.{(start + step) % 256}.0/24"
+            ipam = types.IPAMConfig(pool_configs=[types.IPAMPool(subnet=subnet)])
+            try:
+                self._network = client.networks.create(
+                    self.name, driver="bridge", ipam=ipam, labels=self.labels()
+                )
+            except errors.APIError as error:
+                if "overlap" in str(error).lower():
+                    continue
+                raise
+            return Layout(subnet, self.nodes)
+        raise ContainerNotReady(f"no free /24 under {SUBNET_PREFIX}.0.0/16 for the network")
 
-    def start(self) -> SlurmContainer:
-        """Build the image if needed, start the container, and return once its cluster is up
-        (:class:`ContainerNotReady` otherwise, the container then removed). Starting a started
-        container does nothing."""
-        if self._container is not None:
+    def _make_secrets(self) -> None:
+        """The munge key and the ssh key of this cluster, in a 0700 directory of this host
+        (mounted read-only at /cluster); the shared directory every container mounts."""
+        self.secrets = Path(tempfile.mkdtemp(prefix="dispatch-cluster-"))
+        (self.secrets / "munge.key").write_bytes(os.urandom(1024))
+        (self.secrets / "munge.key").chmod(0o644)  # installed 0400 munge:munge inside
+        key = self.secrets / "id_ed25519"
+        if shutil.which("ssh-keygen") is not None:
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.name, "-f", str(key)],
+                check=True,
+                capture_output=True,
+            )
+            (self.secrets / "authorized_keys").write_bytes(key.with_suffix(".pub").read_bytes())
+        else:
+            (self.secrets / "authorized_keys").write_bytes(b"")
+        os.chmod(self.secrets, 0o755)  # the containers' root reads it; the key files stay 0600
+        self.shared = Path(tempfile.mkdtemp(prefix="dispatch-shared-"))
+        os.chmod(self.shared, 0o1777)
+
+    def _container(self, testcontainers: ModuleType, types: Any, tag: str, host: str) -> Any:
+        assert self.layout is not None and self.secrets is not None and self.shared is not None
+        role = "head" if host == HEAD else "node"
+        network = self._network.name
+        endpoint = types.EndpointConfig(
+            "1.41", ipv4_address=self.layout.address(host), aliases=[host]
+        )
+        box = testcontainers.DockerContainer(tag).with_name(self.container_name(host))
+        box.with_command(container_command(role, self.layout, self.knobs))
+        box.with_volume_mapping(str(self.secrets), CONFIG_DIR, "ro")
+        box.with_volume_mapping(str(self.shared), SHARED_DIR, "rw")
+        box.with_kwargs(
+            hostname=host,
+            init=True,
+            labels=self.labels(),
+            network=network,
+            networking_config={network: endpoint},
+        )
+        return box
+
+    def start(self) -> SlurmCluster:
+        """Build, start and wait (see the class); :class:`ContainerNotReady` with the logs of
+        the container that failed, everything removed, when the cluster does not come up.
+        Starting a started cluster does nothing."""
+        if self.started:
             return self
         docker = require("docker")
         errors = require("docker.errors")
+        types = require("docker.types")
         testcontainers = require("testcontainers.core.container")
+        # Ryuk, testcontainers' reaper, is an image from Docker Hub, which is not reachable
+        # here (docker-engine.md §4): the cluster reaps its own (stop at exit, and reap()).
+        require("testcontainers.core.config").testcontainers_config.ryuk_disabled = True
         client = docker.from_env()
+        self.timings = {}
         try:
-            tag = self._image(client, errors)
+            for what in reap(client):
+                log.warning("removed %s, left by a process that is gone", what)
+            began = self.clock.now()
+            tag = self.image(client, errors)
+            self.timings["image"] = self.clock.now() - began
+            atexit.register(self.stop)
+            began = self.clock.now()
+            self._make_secrets()
+            self.layout = self._make_network(client, types, errors)
+            self.timings["network"] = self.clock.now() - began
+            # The nodes first: their slurmd registers once slurmctld answers (docker-engine.md
+            # §8.3); the head waits until every node is idle before it prints its line.
+            for phase, hosts in (("nodes", self.hosts[1:]), ("head", [HEAD])):
+                began = self.clock.now()
+                for host in hosts:
+                    box = self._container(testcontainers, types, tag, host)
+                    self._containers[host] = box
+                    box.start()
+                for host in hosts:
+                    role = "head" if host == HEAD else "node"
+                    self._wait_line(host, ready_line(role, host))
+                self.timings[phase] = self.clock.now() - began
+        except BaseException as error:
+            logs = self._bring_up_logs() if isinstance(error, ContainerNotReady) else ""
+            self.stop()
+            if logs:
+                raise ContainerNotReady(f"{error}{logs}") from None
+            raise
         finally:
             client.close()
-        self._container = testcontainers.DockerContainer(tag).with_name(self.name)
-        self._container.with_kwargs(hostname=self.hostname, privileged=self.privileged)
-        try:
-            self._container.start()
-            wait_until_up(self._logs, self._status, bound=self.bound, clock=self.clock)
-        except ContainerNotReady as error:
-            lab = self._lab_logs()
-            self.stop()
-            raise ContainerNotReady(f"{error}{lab}") from None
-        except BaseException:
-            self.stop()
-            raise
         return self
 
-    def _wrapped(self) -> Any:
-        return self._container.get_wrapped_container()
+    def _wrapped(self, host: str) -> Any:
+        return self._containers[host].get_wrapped_container()
 
-    def _logs(self) -> str:
-        return str(self._wrapped().logs(stdout=True, stderr=True).decode(errors="replace"))
+    def logs(self, host: str) -> str:
+        return str(self._wrapped(host).logs(stdout=True, stderr=True).decode(errors="replace"))
 
-    def _status(self) -> str:
-        wrapped = self._wrapped()
+    def status(self, host: str) -> str:
+        wrapped = self._wrapped(host)
         wrapped.reload()
         return str(wrapped.status)
 
-    def _lab_logs(self) -> str:
-        """The end of the bring-up script's logs, when the container still runs ('' if not)."""
+    def _wait_line(self, host: str, line: str, seen: int = 0) -> None:
+        """Wait until ``line`` is in ``host``'s log more than ``seen`` times."""
+
+        def logs() -> str:
+            text = self.logs(host)
+            lines = [entry for entry in text.splitlines() if entry.strip() == line]
+            return text if len(lines) > seen else text.replace(line, "")
+
         try:
-            code, out = self._wrapped().exec_run(
-                ["sh", "-c", f'tail -n 20 "{LOG_DIR}"/* 2>/dev/null'], demux=False
-            )
-        except Exception:
-            return ""
-        text = out.decode(errors="replace").strip() if code == 0 and out else ""
-        return f"\nthe end of {LOG_DIR}/* in the container:\n{text}" if text else ""
+            wait_until_up(logs, lambda: self.status(host), line, bound=self.bound, clock=self.clock)
+        except ContainerNotReady as error:
+            raise ContainerNotReady(f"{host} of cluster {self.name}: {error}") from None
 
-    def stop(self) -> None:
-        """Remove the container (and its volumes); stopping a stopped one does nothing."""
-        container, self._container = self._container, None
-        if container is not None:
-            container.stop()
+    def _bring_up_logs(self) -> str:
+        """The end of the daemons' logs in every container still running ('' if none)."""
+        parts = []
+        for host in self._containers:
+            try:
+                code, out = self._wrapped(host).exec_run(
+                    ["sh", "-c", f'tail -n 15 "{LOG_DIR}"/* 2>/dev/null'], demux=False
+                )
+            except Exception:
+                continue
+            text = out.decode(errors="replace").strip() if code == 0 and out else ""
+            if text:
+                parts.append(f"\nthe end of {LOG_DIR}/* on {host}:\n{text}")
+        return "".join(parts)
 
-    def transport(self, docker: str = "docker", user: str | None = None) -> DockerExecTransport:
-        """A transport running commands in this container (as ``user``, root by default)."""
-        return DockerExecTransport(self.name, docker=docker, user=user)
+    # -- faults ----------------------------------------------------------------------------------
 
-    def __enter__(self) -> SlurmContainer:
-        return self.start()
+    def lose(self, host: str) -> None:
+        """The node's machine is gone: its container stops at once (SIGKILL)."""
+        if host == HEAD or host not in self._containers:
+            raise ValueError(f"{host!r} is not a node of cluster {self.name}")
+        self._wrapped(host).stop(timeout=0)
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> None:
-        self.stop()
+    def bring_back(self, host: str) -> None:
+        """Start a lost node's container again; returns once its slurmd runs (its entrypoint
+        printed its line once more)."""
+        seen = sum(
+            1 for line in self.logs(host).splitlines() if line.strip() == ready_line("node", host)
+        )
+        self._wrapped(host).start()
+        self._wait_line(host, ready_line("node", host), seen)
+
+    # -- teardown --------------------------------------------------------------------------------
+
+    def stop(self) -> list[str]:
+        """Remove the cluster's containers (and their volumes), its network and its directories;
+        stopping a stopped cluster does nothing. Returns what could not be removed (each with
+        why), after one more look at the engine for anything left with the cluster's label."""
+        atexit.unregister(self.stop)
+        failed: list[str] = []
+        containers, self._containers = self._containers, {}
+        if self.shared is not None and HEAD in containers:
+            # The jobs' files are root's: removed from inside, where root owns them.
+            with contextlib.suppress(Exception):
+                containers[HEAD].get_wrapped_container().exec_run(
+                    ["sh", "-c", f"rm -rf {SHARED_DIR}/* {SHARED_DIR}/.[!.]*"]
+                )
+        for host, box in containers.items():
+            try:
+                box.stop()
+            except Exception as error:
+                failed.append(f"container {self.container_name(host)} ({_first_line(str(error))})")
+        network, self._network = self._network, None
+        if network is not None:
+            try:
+                network.remove()
+            except Exception as error:
+                failed.append(f"network {self.name} ({_first_line(str(error))})")
+        for path in (self.secrets, self.shared):
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+                if path.exists():
+                    failed.append(f"directory {path}")
+        self.secrets = self.shared = None
+        if containers or network is not None:
+            try:
+                docker = require("docker")
+                client = docker.from_env()
+                try:
+                    left = leftovers(client, self.name)
+                finally:
+                    client.close()
+                failed += [f"{what} (still in the engine)" for what in left if what not in failed]
+            except Exception as error:
+                failed.append(f"the engine's list ({_first_line(str(error))})")
+        for what in failed:
+            log.warning("cluster %s: could not remove %s", self.name, what)
+        return failed
+
+    # -- transports ------------------------------------------------------------------------------
+
+    def exec_transport(self, docker: str = "docker") -> DockerExecTransport:
+        """The head's commands through ``docker exec``."""
+        return DockerExecTransport(self.container_name(HEAD), docker=docker)
+
+    def ssh_transport(self) -> SshTransport:
+        """The adapter's :class:`SshTransport` to the head's sshd, as root with the cluster's
+        key, the head's host key (read from the container) the only one accepted."""
+        if self.layout is None or self.secrets is None:
+            raise ContainerNotReady(f"cluster {self.name} is not started")
+        key = self.secrets / "id_ed25519"
+        if not key.exists():
+            raise ContainerNotReady("no ssh-keygen on this host: no key for the SSH transport")
+        address = self.layout.address(HEAD)
+        code, out = self._wrapped(HEAD).exec_run(["cat", "/etc/ssh/ssh_host_ed25519_key.pub"])
+        if code != 0:
+            raise ContainerNotReady(f"the head has no ssh host key ({_first_line(out.decode())})")
+        kind, blob = out.decode().split()[:2]
+        known = self.secrets / "known_hosts"
+        known.write_text(f"{address} {kind} {blob}\n")
+        return SshTransport(
+            address,
+            user="root",
+            identity_file=str(key),
+            control_dir=str(self.secrets),
+            options=[
+                "-o",
+                f"UserKnownHostsFile={known}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "IdentitiesOnly=yes",
+                "-o",
+                "ConnectTimeout=10",
+            ],
+        )
 
 
-# -- the transport -------------------------------------------------------------------------------
+# -- the docker exec transport ---------------------------------------------------------------
 
 Runner = Callable[[list[str], str, float | None], subprocess.CompletedProcess[str]]
 """Runs a local argv with its stdin and timeout, without a shell; raises
@@ -449,92 +774,213 @@ class DockerExecTransport:
         return subprocess.CompletedProcess(list(argv), done.returncode, done.stdout, done.stderr)
 
 
-# -- the harness ---------------------------------------------------------------------------------
+class ClusterTransport:
+    """The transport of a cluster that starts on first need: each call starts the cluster
+    (once) and goes through the transport ``make`` returns for it."""
+
+    def __init__(self, cluster: SlurmCluster, make: Callable[[SlurmCluster], Transport]) -> None:
+        self.cluster = cluster
+        self.make = make
+        self._transport: Transport | None = None
+
+    def run(
+        self, argv: Sequence[str], stdin: str | None = None, timeout: float | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        if self._transport is None:
+            self._transport = self.make(self.cluster.start())
+        return self._transport.run(argv, stdin=stdin, timeout=timeout)
+
+    def forget(self) -> None:
+        self._transport = None
 
 
-class SlurmContainerHarness(SlurmLocalHarness):
-    """``slurm-local``'s harness on a Slurm in a container: its transport is the
-    :class:`DockerExecTransport` of ``container``, which is started on first need (the first
-    backend) and removed by :meth:`close`. When the container cannot be had (the extra is
-    not installed, no Docker engine answers, or the cluster did not come up), every check is
-    skipped with the reason "harness cannot inject a Slurm in containers: <why>", by
-    ``slurm-local``'s own path (the probe behind :meth:`slurm_config`)."""
+# -- the harness -----------------------------------------------------------------------------
 
-    name = "slurm-container"
-    required_under_ci = False  # CI has no Docker engine: its checks skip with the reason
+CONTAINERS_REFUSED: Final[Mapping[str, str]] = {
+    need: why for need, why in LOCAL_REFUSED.items() if need != Fault.LOSE_NODE
+}
+"""What the containers harness never offers: slurm-local's list, but the loss of a node, which a
+node container can really suffer."""
+
+
+class ContainerFaults(LocalFaults):
+    """``slurm-local``'s faults, and the real loss of a job's node."""
+
+    harness: SlurmContainersHarness
+
+    def _nodes_of(self, ref: ObjectRef) -> list[str]:
+        done = self._run("squeue", "-j", ref.id, "-h", "-o", "%T|%N|%j")
+        for line in done.stdout.splitlines():
+            state, nodes, name = [*line.split("|", 2), "", ""][:3]
+            if name == ref.uid and state == "RUNNING" and nodes:
+                shown = self._run("scontrol", "show", "hostnames", nodes)
+                return shown.stdout.split()
+        return []
+
+    def lose_node(self, ref: ObjectRef) -> None:
+        """Stop the container of the first node the running job holds (SIGKILL: the machine
+        is gone); wait until slurmctld has ended or requeued the job (NODE_FAIL), then start
+        the node again and wait until it is back in the partition. Refused when another job
+        runs on that node: a real node's loss would end it too."""
+        self.let_run(ref)
+        nodes = self._nodes_of(ref)
+        if not nodes:
+            raise Rejected(f"job {ref.id} is not running: it has no node to lose")
+        node = nodes[0]
+        sharing = [
+            other
+            for other in self._run(
+                "squeue", "-h", "-t", "running", "-w", node, "-o", "%i"
+            ).stdout.split()
+            if other != ref.id
+        ]
+        if sharing:
+            raise CannotInject(
+                f"lose_node (job {', '.join(sharing)} also runs on {node}: a real node's loss "
+                "would end it too)"
+            )
+        cluster = self.harness.cluster
+        cluster.lose(node)
+        try:
+            bound = self.harness.node_loss_bound
+            if not self._wait(
+                lambda row: row is None or row.state not in ("RUNNING", "COMPLETING"), ref, bound
+            ):
+                raise CannotInject(
+                    f"lose_node (job {ref.id} still ran {bound:.0f} s after {node} was lost)"
+                )
+        finally:
+            cluster.bring_back(node)
+            self._await_node(node)
+
+    def _await_node(self, node: str) -> None:
+        waited = 0.0
+        while waited < self.harness.node_loss_bound:
+            state = self._run("sinfo", "-h", "-n", node, "-o", "%T").stdout.strip()
+            if state in ("idle", "mixed", "allocated"):
+                return
+            pause(self.clock, 0.5)
+            waited += 0.5
+        raise CannotInject(f"lose_node ({node} was not back in the partition after its loss)")
+
+
+class SlurmContainersHarness(SlurmLocalHarness):
+    """``slurm-local``'s harness on a :class:`SlurmCluster` in containers, started on first
+    need and removed by :meth:`close`; its commands (the adapter's and the harness's) reach the
+    head by ``docker exec``, or by SSH with ``ssh=True``. It offers slurm-local's faults and the
+    real loss of a node. Without the extra or an engine, every check is skipped with the reason;
+    under ``CI=true``, where ``.ci/run`` starts an engine, a missing one fails."""
+
+    name = "slurm-containers"
+    required_under_ci = True
+    offers = LOCAL_OFFERS | {Fault.LOSE_NODE}
+    refused = CONTAINERS_REFUSED
+    scratch_root = SHARED_DIR
+    node_loss_bound = 90.0
+    """Seconds a lost node may take to end its job, and to come back."""
 
     def __init__(
         self,
-        container: SlurmContainer | None = None,
+        cluster: SlurmCluster | None = None,
         *,
+        ssh: bool = False,
         docker: str = "docker",
         clock: Clock | None = None,
         bound: float = 300.0,
     ) -> None:
-        self.container = (
-            container
-            if container is not None
-            else SlurmContainer(max_job_id=20, min_job_age=2, cred_expire=5)
-        )
+        self.cluster = cluster if cluster is not None else SlurmCluster()
         self.docker = docker
-        super().__init__(transport=self.container.transport(docker), clock=clock, bound=bound)
+        self.ssh = ssh
+        if ssh:
+            self.name = "slurm-containers-ssh"
+        make: Callable[[SlurmCluster], Transport] = (
+            SlurmCluster.ssh_transport if ssh else (lambda c: c.exec_transport(docker))
+        )
+        self.cluster_transport = ClusterTransport(self.cluster, make)
+        super().__init__(transport=self.cluster_transport, clock=clock, bound=bound)
 
     def _probe(self) -> str | None:
-        """Start the container (once), then probe its Slurm as ``slurm-local`` does."""
+        """Start the cluster (once), then probe its Slurm as ``slurm-local`` does."""
         why = engine_problem(self.docker)
-        if why is None and not self.container.started:
+        if why is None and not self.cluster.started:
             try:
-                self.container.start()
+                self.cluster.start()
             except Exception as error:
-                log.warning("the Slurm container did not start: %s", error)
+                log.warning("the Slurm cluster did not start: %s", error)
                 said = _first_line(str(error)) or type(error).__name__
-                why = f"the container did not start ({said})"
+                why = f"the cluster did not start ({said})"
         return why if why is not None else super()._probe()
 
     def slurm_config(self) -> dict[str, str]:
-        """``scontrol show config`` in the container, or CannotInject("a Slurm in containers:
-        <why there is none>")."""
+        """``scontrol show config`` on the head, or CannotInject("a Slurm in containers:
+        <why there is none>") (HarnessUnavailable under ``CI=true``)."""
         try:
             return super().slurm_config()
         except CannotInject as cannot:
             raise CannotInject(f"a Slurm in containers: {self._reason or cannot.fault}") from None
+        except HarnessUnavailable as unavailable:
+            raise HarnessUnavailable(
+                f"{self.name} needs a Docker engine and its cluster under CI=true (start one "
+                f"with ci/docker-up.sh): {self._reason}",
+                missing=unavailable.missing,
+            ) from None
+
+    def lacks(self, need: str) -> str | None:
+        if need == look_alike_need(LookAlike.OTHER_USER):
+            return None  # the commands run as root in the head container
+        lacking = super().lacks(need)
+        return None if lacking == OTHER_USER_REFUSED else lacking
+
+    def faults(self, backend: Any) -> ContainerFaults:
+        return ContainerFaults(self, backend)
 
     def close(self) -> None:
-        """Release what ``slurm-local`` holds on the cluster, then remove the container."""
+        """Release what ``slurm-local`` holds on the cluster, then remove the cluster."""
         try:
-            if self.container.started:
+            if self.cluster.started:
                 super().close()
         finally:
-            self.container.stop()
+            self.cluster.stop()
+            self.cluster_transport.forget()
 
 
-def slurm_container() -> SlurmContainerHarness:
-    """The ``slurm-container`` harness on the cluster CI runs (ci/slurm-up.sh): MaxJobId 20,
-    MinJobAge 2 s and a 5 s credential lifetime, so that id reuse, purges and requeues can be
-    driven in the suite's time."""
-    return SlurmContainerHarness()
+def slurm_containers() -> SlurmContainersHarness:
+    """The ``slurm-containers`` harness: a head and two nodes, commands by ``docker exec``."""
+    return SlurmContainersHarness()
+
+
+def slurm_containers_ssh() -> SlurmContainersHarness:
+    """The ``slurm-containers-ssh`` harness: the same cluster, commands over SSH to the head."""
+    return SlurmContainersHarness(ssh=True)
 
 
 __all__ = [
     "BASE_IMAGE",
+    "CLUSTER_LABEL",
     "INSTALL_HINT",
     "PACKAGES",
-    "READY_LINE",
+    "ClusterTransport",
+    "ContainerFaults",
     "ContainerNotReady",
     "DockerExecTransport",
     "Knobs",
+    "Layout",
     "MissingExtra",
     "Runner",
     "ScriptMissing",
-    "SlurmContainer",
-    "SlurmContainerHarness",
+    "SlurmCluster",
+    "SlurmContainersHarness",
     "bring_up_files",
-    "bring_up_script",
     "container_command",
     "dockerfile",
     "engine_problem",
+    "image_tag",
+    "leftovers",
+    "ready_line",
+    "reap",
     "require",
     "run_process",
-    "slurm_container",
+    "slurm_containers",
+    "slurm_containers_ssh",
     "wait_until_up",
 ]

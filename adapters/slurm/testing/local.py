@@ -146,14 +146,20 @@ class TransportHost(Host):
     ``cat``, ``realpath``, ``rm -rf``, ``mkdir``), so it works wherever the transport reaches:
     this host, a login node over SSH, a container."""
 
-    def __init__(self, command: Callable[[list[str]], subprocess.CompletedProcess[str]]) -> None:
+    def __init__(
+        self,
+        command: Callable[[list[str]], subprocess.CompletedProcess[str]],
+        root: str = "/tmp",
+    ) -> None:
         self.command = command
+        self.root = root
+        """Where scratch directories are made: a directory the cluster's nodes share."""
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         return self.command(list(argv))
 
     def scratch_dir(self) -> str:
-        done = self._run("mktemp", "-d", "/tmp/dispatch-conformance.XXXXXX")
+        done = self._run("mktemp", "-d", f"{self.root}/dispatch-conformance.XXXXXX")
         path = done.stdout.strip()
         if done.returncode != 0 or not path.startswith("/"):
             raise RuntimeError(f"mktemp -d on the cluster failed: {done.stderr.strip()}")
@@ -485,6 +491,11 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
     name = "slurm-local"
     identity = SLURM_IDENTITY
     offers = LOCAL_OFFERS
+    refused: Mapping[str, str] = LOCAL_REFUSED
+    """What this harness never offers, and why."""
+    scratch_root = "/tmp"
+    """Where the control and scratch directories are made on the cluster's side (a directory
+    the submitting host and the nodes share)."""
     required_under_ci = True
     """Whether ``CI=true`` turns a missing Slurm into failures (CI starts this one)."""
     schedule_within = 10.0  # a release or a submission triggers a scheduler pass at once
@@ -627,7 +638,7 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         """From :data:`LOCAL_OFFERS` and, for the needs that depend on the cluster, from its
         configuration (``scontrol show config``, read once). Without a cluster the answer is
         None: the backend, when the check asks for it, says why there is none."""
-        refused = LOCAL_REFUSED.get(need)
+        refused = self.refused.get(need)
         if refused is not None:
             return refused
         if need == Probe.SELF_RESTARTS:
@@ -702,7 +713,7 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         """The directory the jobs' command records into and reads its exit code from (made on
         first use on the cluster's side, removed by :meth:`close`)."""
         if self._control is None:
-            done = self.command(["mktemp", "-d", "/tmp/dispatch-harness.XXXXXX"])
+            done = self.command(["mktemp", "-d", f"{self.scratch_root}/dispatch-harness.XXXXXX"])
             if done.returncode != 0:
                 raise CannotInject(f"a control directory ({done.stderr.strip()})")
             self._control = done.stdout.strip()
@@ -811,7 +822,7 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
 
     def host(self, backend: SlurmBackend) -> Host:
         """The cluster's filesystem through the harness's transport."""
-        return TransportHost(self.command)
+        return TransportHost(self.command, self.scratch_root)
 
     def close(self) -> None:
         """Cancel the jobs of the last check, and remove the control directory."""

@@ -1,0 +1,1 @@
+../../../ci/slurm-node-entrypoint.sh
