@@ -5,12 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck unit slurm-local clean
+.PHONY: demo test lint typecheck unit slurm-local containers clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,containers]'
 	touch $(STAMP)
 
 # The conformance suite against the built-in memory and simulator harnesses, then the
@@ -36,7 +36,7 @@ typecheck: $(STAMP)
 # The project's tests on every core (pytest-xdist), but those that drive the real Slurm
 # (marker slurm_real: they need a quiet cluster and its id counter), which run after, alone.
 unit: $(STAMP)
-	$(BIN)/python -m pytest -n auto -m "not slurm_real"
+	$(BIN)/python -m pytest -n auto -m "not slurm_real and not containers"
 	$(BIN)/python -m pytest -m slurm_real
 
 # The conformance suites against the real Slurm on this machine (ci/slurm-up.sh starts one):
@@ -56,7 +56,15 @@ MUTATION_ARGS ?=
 mutation: $(STAMP)
 	$(BIN)/python -m tools.mutation $(MUTATION_ARGS)
 
-test: lint typecheck unit slurm-local
+# A multi-node Slurm in containers (ci/docker-up.sh starts the engine): the cluster's own tests
+# (a job across nodes, SSH, real node loss, cleanup), then the suite on slurm-containers
+# (docker exec) beside slurm-containers-ssh (the adapter's SSH transport), one cluster each.
+# Without an engine everything skips with the reason, except under CI=true, where it fails.
+containers: $(STAMP)
+	$(BIN)/python -m pytest -m containers tests/containers
+	$(BIN)/dispatch-conformance run --harness slurm-containers --harness slurm-containers-ssh --jobs 2 --report-dir reports/slurm-containers
+
+test: lint typecheck unit slurm-local containers
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
+import signal
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -55,16 +56,28 @@ def _run_harness(index: int) -> tuple[list[Row], Answers, float, str]:
     loaded = everyone[index]
     started = time.perf_counter()
     rows: list[Row] = []
-    for check in selected:
-        r = loaded.run(check, seed)
-        rows.append((check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter))
-    answers = capability_answers(loaded)
-    took = time.perf_counter() - started
-    closing = loaded.close()
-    # A worker ends in os._exit, which runs no atexit hook: what the harness let go of must be
-    # collected now, so that its weakref finalizers (scratch directories, processes) run.
-    gc.collect()
+    try:
+        for check in selected:
+            r = loaded.run(check, seed)
+            rows.append(
+                (check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter)
+            )
+        answers = capability_answers(loaded)
+        took = time.perf_counter() - started
+    finally:
+        # Interrupted too (Ctrl-C, or the runner's SIGTERM): the harness releases what it
+        # holds (a cluster of containers, jobs), and no second signal stops it half-way.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        closing = loaded.close()
+        # A worker ends in os._exit, which runs no atexit hook: what the harness let go of
+        # must be collected now, so that its weakref finalizers (scratch directories,
+        # processes) run.
+        gc.collect()
     return rows, answers, took, closing
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _rebuilt(loaded: Loaded, rows: list[Row], by_id: dict[str, Check]) -> list[Result]:
@@ -83,7 +96,9 @@ def _ended_early(loaded: Loaded, selected: Sequence[Check], seed: int, why: str)
 
 def _worker(index: int, send: Connection) -> None:
     """A worker's whole life: run harness ``index`` and send what :func:`_run_harness` gives
-    (or the one line of what it raised)."""
+    (or the one line of what it raised). The runner's SIGTERM (it was interrupted) ends the
+    worker through its ``finally`` clauses, so that its harness is closed."""
+    signal.signal(signal.SIGTERM, _stop)
     try:
         send.send(("ran", _run_harness(index)))
     except BaseException as error:  # even SystemExit: the runner must hear of it

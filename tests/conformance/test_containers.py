@@ -1,339 +1,156 @@
 """The optional ``containers`` provider keeps its obligations without a Docker engine: the
-image it would build (packages, no recommends, the bring-up script, the command with the
-knobs), the exact argv DockerExecTransport hands the docker CLI, the container's lifecycle
-against stand-ins for docker and testcontainers, and the ``slurm-container`` harness, which
-skips every check with the reason when the extra or the engine is missing.
+knobs and the layout every host of a cluster is given, the image it would build (the base from
+ci/docker-up.sh, packages without recommends, no secret in it, the bring-up files), the exact
+argv DockerExecTransport hands the docker CLI, the wait for a container's ready line, and the
+``slurm-containers`` harnesses, which skip every check with the reason when the extra or the
+engine is missing (and fail under ``CI=true``). The cluster itself, on a real engine, is
+tests/containers.
 
-Nothing here needs an engine or the extra, and nothing sleeps for real: waits run on virtual
-clocks, docker and testcontainers are stand-in modules put in ``sys.modules``."""
+Nothing here needs an engine, and nothing sleeps for real: waits run on virtual clocks."""
 
 from __future__ import annotations
 
-import importlib.resources
-import json
 import os
-import shlex
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapters.slurm import SlurmBackend, Transport
+from adapters.slurm import Transport
 from adapters.slurm.testing import containers
 from adapters.slurm.testing.containers import (
+    BASE_IMAGE,
     BRING_UP_FILES,
     INSTALL_HINT,
     PACKAGES,
-    READY_LINE,
     ContainerNotReady,
     DockerExecTransport,
     Knobs,
-    MissingExtra,
-    ScriptMissing,
-    SlurmContainer,
-    SlurmContainerHarness,
+    Layout,
+    SlurmCluster,
+    SlurmContainersHarness,
     bring_up_files,
-    bring_up_script,
     container_command,
     dockerfile,
     engine_problem,
+    image_tag,
+    ready_line,
     wait_until_up,
 )
 from adapters.slurm.testing.local import SlurmLocalHarness
 from conformance import Outcome, checks, run_check
 from conformance.cli import main
-from conformance.harness import CannotInject
+from conformance.harness import CannotInject, Fault, HarnessUnavailable, LookAlike, look_alike_need
 from conformance.harnesses import load_harness
 from dispatch_core import VirtualClock
 
-SCRIPT = b"#!/bin/sh\n# a stand-in for ci/slurm-up.sh\nexit 0\n"
-LIB = b"# a stand-in for ci/slurm-lab-lib.sh\n"
-FILES = {"slurm-up.sh": SCRIPT, "slurm-lab-lib.sh": LIB}
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = "harness cannot inject a Slurm in containers: "
-CONFIG = """\
-Configuration data as of 2026-01-01T00:00:00
-AccountingStorageType   = accounting_storage/slurmdbd
-AccountingStoreFlags    = job_comment
-ClusterName             = lab
-FirstJobId              = 1
-JobRequeue              = 1
-MaxJobId                = 100
-MinJobAge               = 30 sec
-"""
+SLURM_UP = REPO / "ci" / "slurm-up.sh"
 
-# -- stand-ins for docker and testcontainers -------------------------------------------------------
+# -- the knobs and the layout -------------------------------------------------------------------
 
 
-class ImageNotFound(Exception):
-    pass
-
-
-class BuildError(Exception):
-    def __init__(self, msg: str, build_log: list[dict[str, str]]) -> None:
-        super().__init__(msg)
-        self.msg = msg
-        self.build_log = build_log
-
-
-class Engine:
-    """What the stand-in engine was asked, and how it answers."""
-
-    def __init__(self) -> None:
-        self.ping_error: Exception | None = None
-        self.images: set[str] = set()
-        self.builds: list[tuple[str, dict[str, bytes], dict[str, Any]]] = []
-        self.build_error: BuildError | None = None
-        self.containers: list[FakeContainer] = []
-        self.logs = f"munge up\nslurmctld up\nnode idle\n{READY_LINE}\n"
-        self.status = "running"
-        self.clients_closed = 0
-
-
-class FakeImages:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-
-    def get(self, tag: str) -> object:
-        if tag not in self.engine.images:
-            raise ImageNotFound(tag)
-        return object()
-
-    def build(self, *, path: str, tag: str, **options: Any) -> tuple[object, Iterator[Any]]:
-        files = {p.name: p.read_bytes() for p in Path(path).iterdir()}
-        self.engine.builds.append((tag, files, options))
-        if self.engine.build_error is not None:
-            raise self.engine.build_error
-        self.engine.images.add(tag)
-        return object(), iter(())
-
-
-class FakeClient:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.images = FakeImages(engine)
-
-    def ping(self) -> bool:
-        if self.engine.ping_error is not None:
-            raise self.engine.ping_error
-        return True
-
-    def close(self) -> None:
-        self.engine.clients_closed += 1
-
-
-class FakeWrapped:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        self.status = "created"
-
-    def logs(self, stdout: bool, stderr: bool) -> bytes:
-        assert stdout and stderr
-        return self.engine.logs.encode()
-
-    def reload(self) -> None:
-        self.status = self.engine.status
-
-    def exec_run(self, argv: list[str], demux: bool) -> tuple[int, bytes]:
-        return 0, b"slurmctld: fatal: the reason it did not come up\n"
-
-
-class FakeContainer:
-    """testcontainers' DockerContainer, as much of it as the provider uses."""
-
-    def __init__(self, engine: Engine, image: str) -> None:
-        self.engine = engine
-        self.image = image
-        self.name: str | None = None
-        self.kwargs: dict[str, Any] = {}
-        self.wrapped: FakeWrapped | None = None
-        self.removed = False
-        engine.containers.append(self)
-
-    def with_name(self, name: str) -> FakeContainer:
-        self.name = name
-        return self
-
-    def with_kwargs(self, **kwargs: Any) -> FakeContainer:
-        self.kwargs = kwargs
-        return self
-
-    def start(self) -> FakeContainer:
-        self.wrapped = FakeWrapped(self.engine)
-        return self
-
-    def get_wrapped_container(self) -> FakeWrapped:
-        assert self.wrapped is not None, "not started"
-        return self.wrapped
-
-    def stop(self) -> None:
-        self.removed = True
-
-
-@pytest.fixture
-def engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Engine:
-    """docker and testcontainers replaced by stand-ins on one stand-in engine, a docker CLI
-    on PATH that is never run, the bring-up script and its library present, and CI unset."""
-    state = Engine()
-    docker = ModuleType("docker")
-    docker.from_env = lambda: FakeClient(state)  # type: ignore[attr-defined]
-    errors = ModuleType("docker.errors")
-    errors.ImageNotFound = ImageNotFound  # type: ignore[attr-defined]
-    errors.BuildError = BuildError  # type: ignore[attr-defined]
-    docker.errors = errors  # type: ignore[attr-defined]
-    testcontainers = ModuleType("testcontainers.core.container")
-    testcontainers.DockerContainer = lambda image: FakeContainer(state, image)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "docker", docker)
-    monkeypatch.setitem(sys.modules, "docker.errors", errors)
-    monkeypatch.setitem(sys.modules, "testcontainers.core.container", testcontainers)
-    cli = tmp_path / "bin" / "docker"
-    cli.parent.mkdir()
-    cli.write_text("#!/bin/sh\nexit 99\n")
-    cli.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{cli.parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    monkeypatch.setattr(containers, "bring_up_files", lambda: dict(FILES))
-    monkeypatch.delenv("CI", raising=False)
-    return state
-
-
-# -- the image -----------------------------------------------------------------------------------
-
-
-def bring_up_words(knobs: Knobs) -> list[str]:
-    """The bring-up command of the container's command, split as its shell splits it."""
-    program, dash_c, script = container_command(knobs)
-    assert (program, dash_c) == ("/bin/sh", "-c")
-    steps = [step.strip() for step in script.split(";")]
-    assert steps[0] == "set -e"
-    assert steps[2:] == [f"echo {shlex.quote(READY_LINE)}", "exec sleep infinity"]
-    return shlex.split(steps[1])
-
-
-def test_the_dockerfile_installs_the_packages_without_recommends_and_copies_the_scripts() -> None:
-    text = dockerfile(Knobs())
-    lines = text.splitlines()
-    assert "FROM debian:12" in lines
-    [install] = [line for line in lines if "apt-get install" in line]
-    assert install.split("apt-get install", 1)[1].split() == [
-        "-y",
-        "--no-install-recommends",
-        "slurm-wlm",
-        "slurmdbd",
-        "slurm-client",
-        "munge",
-        "mariadb-server",
-        "\\",
-    ]
-    assert set(PACKAGES) == {"slurm-wlm", "slurmdbd", "slurm-client", "munge", "mariadb-server"}
-    # the script sources the library from its own directory: one COPY puts both there
-    assert "COPY slurm-up.sh slurm-lab-lib.sh /usr/local/sbin/" in lines
-    assert [line for line in lines if line.startswith("COPY ")] == [
-        "COPY slurm-up.sh slurm-lab-lib.sh /usr/local/sbin/"
-    ]
-    assert "RUN chmod 0755 /usr/local/sbin/slurm-up.sh" in lines
-    assert lines.index("COPY slurm-up.sh slurm-lab-lib.sh /usr/local/sbin/") > lines.index(
-        "FROM debian:12"
-    )
-
-
-def test_the_dockerfile_command_runs_the_script_with_the_knobs_then_stays_up() -> None:
-    knobs = Knobs(job_comment=False, max_job_id=50, min_job_age=10, cred_expire=70)
-    [cmd] = [line for line in dockerfile(knobs).splitlines() if line.startswith("CMD ")]
-    assert json.loads(cmd.removeprefix("CMD ")) == container_command(knobs)
-    assert bring_up_words(knobs) == [
-        "/usr/local/sbin/slurm-up.sh",
-        "--no-install",
-        "--no-job-comment",
-        "--max-job-id",
-        "50",
-        "--min-job-age",
-        "10",
-        "--cred-expire",
-        "70",
-    ]
-
-
-def test_knobs_left_unset_are_the_scripts_defaults() -> None:
-    assert bring_up_words(Knobs()) == [
-        "/usr/local/sbin/slurm-up.sh",
-        "--no-install",
+def test_the_default_knobs_make_ids_purges_requeues_and_node_loss_quick() -> None:
+    assert Knobs().flags() == [
         "--job-comment",
-    ]
+        "--max-job-id", "20",
+        "--min-job-age", "2",
+        "--cred-expire", "5",
+        "--cpus", "4",
+        "--sched-interval", "5",
+        "--slurmd-timeout", "2",
+        "--message-timeout", "3",
+        "--tcp-timeout", "1",
+    ]  # fmt: skip
 
 
-@given(
-    job_comment=st.booleans(),
-    max_job_id=st.none() | st.integers(1, 10**9),
-    min_job_age=st.none() | st.integers(1, 10**6),
-    cred_expire=st.none() | st.integers(1, 10**6),
-)
-def test_every_knob_reaches_the_script(
-    job_comment: bool, max_job_id: int | None, min_job_age: int | None, cred_expire: int | None
-) -> None:
-    words = bring_up_words(Knobs(job_comment, max_job_id, min_job_age, cred_expire))
-    assert words[:2] == ["/usr/local/sbin/slurm-up.sh", "--no-install"]
-    assert ("--job-comment" in words) is job_comment
-    assert ("--no-job-comment" in words) is not job_comment
-    for flag, value in (
-        ("--max-job-id", max_job_id),
-        ("--min-job-age", min_job_age),
-        ("--cred-expire", cred_expire),
-    ):
-        if value is None:
-            assert flag not in words
-        else:
-            assert words[words.index(flag) + 1] == str(value)
+def test_a_knob_left_unset_is_the_scripts_default() -> None:
+    knobs = Knobs(
+        job_comment=False,
+        max_job_id=None,
+        min_job_age=None,
+        cred_expire=None,
+        cpus=None,
+        sched_interval=None,
+        slurmd_timeout=None,
+        message_timeout=None,
+        tcp_timeout=None,
+    )
+    assert knobs.flags() == ["--no-job-comment"]
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "30"])
-def test_a_knob_that_is_not_a_positive_whole_number_is_refused(bad: Any) -> None:
-    with pytest.raises(ValueError, match="min_job_age must be a positive whole number"):
-        Knobs(min_job_age=bad)
+@pytest.mark.parametrize("field", ["max_job_id", "tcp_timeout", "cpus"])
+def test_a_knob_that_is_not_a_positive_whole_number_is_refused(field: str, bad: object) -> None:
+    with pytest.raises(ValueError, match=f"{field} must be a positive whole number"):
+        Knobs(**{field: bad})  # type: ignore[arg-type]
 
 
-def test_the_image_tag_is_a_digest_of_the_dockerfile_the_script_and_its_library() -> None:
-    one, other = SlurmContainer(min_job_age=30), SlurmContainer(min_job_age=30)
-    tag = one.image_tag(FILES)
-    assert tag == other.image_tag(FILES)
-    assert tag == one.image_tag(dict(reversed(FILES.items())))  # not the order of the mapping
-    assert tag.startswith("dispatch-kit/slurm:")
-    assert tag != one.image_tag({**FILES, "slurm-up.sh": SCRIPT + b"# changed\n"})
-    assert tag != one.image_tag({**FILES, "slurm-lab-lib.sh": LIB + b"# changed\n"})
-    assert tag != one.image_tag({"slurm-up.sh": SCRIPT})
-    # the bytes cannot move from one file to the other unseen
-    assert tag != one.image_tag({"slurm-up.sh": SCRIPT + LIB[:1], "slurm-lab-lib.sh": LIB[1:]})
-    assert tag != SlurmContainer(min_job_age=31).image_tag(FILES)
-    assert one.name != other.name
+def test_the_layout_puts_the_head_at_10_and_node_i_at_10_plus_i() -> None:
+    layout = Layout("172.30.7.0/24", 3)
+    assert layout.node_names == ["node1", "node2", "node3"]
+    assert [layout.address(h) for h in ("head", "node1", "node3")] == [
+        "172.30.7.10",
+        "172.30.7.11",
+        "172.30.7.13",
+    ]
+    assert layout.role_flags() == [
+        "--controller", "head=172.30.7.10",
+        "--node-addrs", "node1=172.30.7.11,node2=172.30.7.12,node3=172.30.7.13",
+    ]  # fmt: skip
 
 
-def test_the_bring_up_script_is_read_from_the_package_data(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
-    with pytest.raises(
-        ScriptMissing, match=r"adapters/slurm/testing/slurm-up\.sh.*ci/slurm-up\.sh"
-    ):
-        bring_up_script()
-    (tmp_path / "slurm-up.sh").symlink_to(tmp_path / "nowhere.sh")  # a dangling link
-    with pytest.raises(ScriptMissing, match="bring-up script is missing"):
-        bring_up_script()
-    (tmp_path / "nowhere.sh").write_bytes(SCRIPT)
-    assert bring_up_script() == SCRIPT
-    with pytest.raises(
-        ScriptMissing,
-        match=r"library is missing: adapters/slurm/testing/slurm-lab-lib\.sh.*ci/slurm-lab-lib\.sh",
-    ):
-        bring_up_files()
-    (tmp_path / "slurm-lab-lib.sh").write_bytes(LIB)
-    assert bring_up_files() == FILES
-    assert tuple(bring_up_files()) == BRING_UP_FILES
+@pytest.mark.parametrize("nodes", [0, 9])
+def test_a_cluster_has_one_to_eight_nodes(nodes: int) -> None:
+    with pytest.raises(ValueError, match="1 to 8 nodes"):
+        Layout("172.30.0.0/24", nodes)
+
+
+def test_every_host_gets_the_same_flags_but_its_role() -> None:
+    layout, knobs = Layout("172.30.1.0/24", 2), Knobs()
+    head, node = container_command("head", layout, knobs), container_command("node", layout, knobs)
+    assert head[0] == node[0] == "/usr/local/sbin/slurm-node-entrypoint.sh"
+    assert (head[1], node[1]) == ("head", "node")
+    assert head[2:] == node[2:] == [*layout.role_flags(), *knobs.flags()]
+    assert ready_line("node", "node2") == "dispatch-kit: node node2 up"
+
+
+def test_a_cluster_name_that_is_not_a_plain_name_is_refused() -> None:
+    for bad in ("", "-x", "a b", "a;b"):
+        with pytest.raises(ValueError, match="is not a cluster name"):
+            SlurmCluster(name=bad)
+    assert SlurmCluster().name.startswith("dispatch-slurm-")
+    assert SlurmCluster(name="c1").container_name("node2") == "c1-node2"
+
+
+# -- the image ------------------------------------------------------------------------------------
+
+
+def test_the_image_is_built_on_the_local_base_with_no_secret_in_it() -> None:
+    text = dockerfile()
+    assert text.splitlines()[1] == f"FROM {BASE_IMAGE}"
+    assert BASE_IMAGE == "dispatch/bookworm-min:latest"  # what ci/docker-up.sh tags
+    assert "--no-install-recommends" in text and " ".join(PACKAGES) in text
+    assert "openssh-server" in PACKAGES and "slurmdbd" in PACKAGES
+    assert "rm -f /etc/munge/munge.key /etc/ssh/ssh_host_*" in text
+    assert "policy-rc.d" in text  # nothing starts while the packages install
+    assert f"COPY {' '.join(BRING_UP_FILES)} /usr/local/sbin/" in text
+
+
+def test_the_image_tag_changes_with_the_recipe_the_files_and_the_base() -> None:
+    files = {"a.sh": b"one", "b.sh": b"two"}
+    tag = image_tag("FROM x", files, "sha256:1")
+    assert tag.startswith("dispatch-kit/slurm:") and len(tag.split(":")[1]) == 16
+    assert tag == image_tag("FROM x", dict(reversed(files.items())), "sha256:1")
+    assert tag != image_tag("FROM y", files, "sha256:1")
+    assert tag != image_tag("FROM x", {**files, "b.sh": b"2"}, "sha256:1")
+    assert tag != image_tag("FROM x", files, "sha256:2")
+    assert tag != image_tag("FROM x", {"a.sh": b"one", "c.sh": b"two"}, "sha256:1")
 
 
 def test_the_package_data_is_the_scripts_of_ci_and_pyproject_ships_it() -> None:
@@ -344,6 +161,64 @@ def test_the_package_data_is_the_scripts_of_ci_and_pyproject_ships_it() -> None:
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
     shipped = pyproject["tool"]["setuptools"]["package-data"]["adapters.slurm.testing"]
     assert set(BRING_UP_FILES) <= set(shipped)
+
+
+# -- slurm-up.sh's roles: bad usage ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--role", "login"], "bad --role/SLURM_LAB_ROLE 'login'"),
+        (["--role", "head"], "--role head needs --controller and --node-addrs"),
+        (["--node-addrs", "n1=10.0.0.1"], "--node-addrs needs --role head or node"),
+        (
+            ["--role", "node", "--controller", "head=10.0.0.1", "--node-addrs", "n1=10.0.0.300"],
+            "bad --node-addrs/SLURM_LAB_NODE_ADDRS entry 'n1=10.0.0.300'",
+        ),
+        (
+            ["--role", "node", "--controller", "head=10.0.0.1",
+             "--node-addrs", "n1=10.0.0.2,n1=10.0.0.3"],
+            "node 'n1' is named twice",
+        ),
+        (
+            ["--role", "node", "--controller", "Head=10.0.0.1", "--node-addrs", "n1=10.0.0.2"],
+            "bad --controller/SLURM_LAB_CONTROLLER 'Head=10.0.0.1'",
+        ),
+        (
+            ["--role", "node", "--controller", "head=10.0.0.1", "--node-addrs", "n1=10.0.0.2"],
+            "is not one of the --node-addrs (n1)",
+        ),
+        (
+            ["--role", "head", "--controller", "head=10.0.0.1", "--node-addrs", "n1=10.0.0.2"],
+            "must be the --controller (head)",
+        ),
+        (["--tcp-timeout", "0"], "bad --tcp-timeout/SLURM_LAB_TCP_TIMEOUT '0'"),
+        (["--slurmd-timeout", "x"], "bad --slurmd-timeout/SLURM_LAB_SLURMD_TIMEOUT 'x'"),
+    ],
+)  # fmt: skip
+def test_slurm_up_refuses_a_bad_role_or_layout_with_exit_2(args: list[str], said: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_LAB_")}
+    done = subprocess.run(
+        ["bash", str(SLURM_UP), *args], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 2, done.stderr
+    assert said in done.stderr and done.stderr.count("\n") == 1
+    assert done.stdout == ""
+
+
+def test_slurm_up_help_answers_the_role_options() -> None:
+    done = subprocess.run(["bash", str(SLURM_UP), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0
+    for option in (
+        "--role ROLE",
+        "--controller NAME=ADDR",
+        "--node-addrs",
+        "--slurmd-timeout",
+        "--message-timeout",
+        "--tcp-timeout",
+    ):
+        assert option in done.stdout
 
 
 # -- the transport --------------------------------------------------------------------------------
@@ -466,13 +341,15 @@ def test_an_empty_command_is_refused() -> None:
         DockerExecTransport("c", runner=Recorder()).run([])
 
 
-# -- readiness -----------------------------------------------------------------------------------
+# -- readiness ---------------------------------------------------------------------------------
+
+LINE = "dispatch-kit: head head up"
 
 
-def test_the_cluster_is_up_once_the_ready_line_is_logged() -> None:
+def test_a_container_is_up_once_its_ready_line_is_logged() -> None:
     clock = VirtualClock()
-    logs = iter(["apt\n", "munge\nslurmctld\n", f"munge\nslurmctld\n{READY_LINE}\n"])
-    wait_until_up(lambda: next(logs), lambda: "running", bound=60, clock=clock, interval=2)
+    logs = iter(["munge\n", "munge\nslurmctld\n", f"munge\nslurmctld\n{LINE}\n"])
+    wait_until_up(lambda: next(logs), lambda: "running", LINE, bound=60, clock=clock, interval=2)
     assert clock.now() - VirtualClock().now() == 4
 
 
@@ -480,245 +357,130 @@ def test_a_container_that_ended_is_not_up_and_its_log_is_in_the_error() -> None:
     clock = VirtualClock()
     with pytest.raises(ContainerNotReady) as error:
         wait_until_up(
-            lambda: "slurmdbd: fatal: no database\n", lambda: "exited", bound=60, clock=clock
+            lambda: "slurmdbd: fatal: no database\n", lambda: "exited", LINE, bound=60, clock=clock
         )
     assert str(error.value).splitlines() == [
-        "the Slurm container exited before its cluster was up; the container's log ends:",
+        f"the container exited before it printed {LINE!r}; its log ends:",
         "slurmdbd: fatal: no database",
     ]
     assert clock.now() == VirtualClock().now()
 
 
-def test_a_cluster_not_up_within_the_bound_times_out_with_the_end_of_the_log() -> None:
+def test_a_container_not_up_within_the_bound_times_out_with_the_end_of_the_log() -> None:
     clock = VirtualClock()
     lines = "\n".join(f"line {n}" for n in range(100))
     with pytest.raises(ContainerNotReady) as error:
-        wait_until_up(lambda: lines, lambda: "running", bound=30, clock=clock, interval=2)
+        wait_until_up(lambda: lines, lambda: "running", LINE, bound=30, clock=clock, interval=2)
     first, *rest = str(error.value).splitlines()
-    assert first.startswith("the Slurm cluster in the container was not up within 30 s")
+    assert first.startswith(f"the container did not print {LINE!r} within 30 s")
     assert rest == [f"line {n}" for n in range(60, 100)]
     assert 30 <= clock.now() - VirtualClock().now() <= 32
 
 
-# -- the container against stand-ins ---------------------------------------------------------------
+# -- the harness without an engine ------------------------------------------------------------------
 
 
-def test_a_container_builds_its_image_once_starts_waits_and_is_removed(engine: Engine) -> None:
-    with SlurmContainer(min_job_age=10, clock=VirtualClock()) as slurm:
-        assert slurm.started
-        [(tag, files, options)] = engine.builds
-        assert tag == slurm.image_tag(FILES)
-        assert files == {"Dockerfile": slurm.dockerfile().encode(), **FILES}
-        assert options["rm"] is True
-        [container] = engine.containers
-        assert (container.image, container.name) == (tag, slurm.name)
-        assert container.kwargs == {"hostname": "slurm", "privileged": False}
-        assert slurm.start() is slurm and len(engine.containers) == 1
-        transport = slurm.transport()
-        assert transport.command(["sinfo"]) == ["docker", "exec", "-i", slurm.name, "sinfo"]
-    assert container.removed and not slurm.started
-    with SlurmContainer(min_job_age=10, clock=VirtualClock()):
-        assert len(engine.builds) == 1  # the engine has the image
-    assert engine.clients_closed == 2
+@pytest.fixture
+def no_engine(monkeypatch: pytest.MonkeyPatch) -> str:
+    why = "no Docker engine answers (ConnectionError: refused); start one with ci/docker-up.sh"
+    monkeypatch.setattr(containers, "engine_problem", lambda docker="docker": why)
+    monkeypatch.delenv("CI", raising=False)
+    return why
 
 
-def test_a_cluster_that_does_not_come_up_is_removed_and_the_error_holds_its_logs(
-    engine: Engine,
-) -> None:
-    engine.logs = "slurmctld: error: cannot bind\n"
-    engine.status = "exited"
-    slurm = SlurmContainer(clock=VirtualClock())
-    with pytest.raises(ContainerNotReady) as error:
-        slurm.start()
-    text = str(error.value)
-    assert text.startswith("the Slurm container exited before its cluster was up")
-    assert "slurmctld: error: cannot bind" in text
-    assert "/var/log/slurm-lab/* in the container:\nslurmctld: fatal: the reason" in text
-    assert engine.containers[0].removed and not slurm.started
-
-
-def test_an_image_that_does_not_build_says_why(engine: Engine) -> None:
-    engine.build_error = BuildError(
-        "The command '/bin/sh -c apt-get update' returned a non-zero code: 100",
-        [{"stream": "Step 3/7 : RUN apt-get update\n"}, {"error": "E: no network\n"}],
-    )
-    with pytest.raises(ContainerNotReady) as error:
-        SlurmContainer(clock=VirtualClock()).start()
-    first, *rest = str(error.value).splitlines()
-    assert first.startswith("the Slurm image did not build (The command '/bin/sh -c apt-get")
-    assert rest[-2:] == ["Step 3/7 : RUN apt-get update", "E: no network"]
-    assert engine.containers == []
-
-
-def test_without_the_extra_starting_a_container_names_the_extra(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(sys.modules, "docker", None)
-    with pytest.raises(MissingExtra) as missing:
-        SlurmContainer().start()
-    assert "the 'containers' extra is not installed" in str(missing.value)
-    assert str(missing.value).endswith(INSTALL_HINT)
-    assert INSTALL_HINT == "pip install 'dispatch-kit[containers]'"
-    assert isinstance(missing.value, ImportError) and missing.value.name == "docker"
-
-
-def test_importing_the_provider_imports_neither_docker_nor_testcontainers() -> None:
-    code = (
-        "import sys, adapters.slurm.testing.containers as c; c.slurm_container(); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('docker', 'testcontainers')))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert done.stdout.strip() == "[]"
-
-
-# -- the harness -------------------------------------------------------------------------------------
-
-
-def test_engine_problem_is_none_when_an_engine_answers(engine: Engine) -> None:
-    assert engine_problem() is None
-
-
-def test_engine_problem_without_the_docker_cli(engine: Engine, tmp_path: Path) -> None:
+def test_engine_problem_without_the_docker_cli(tmp_path: Path) -> None:
+    pytest.importorskip("docker")
     assert engine_problem(str(tmp_path / "no-docker")) == (
         f"no {tmp_path / 'no-docker'} command on PATH (the transport runs docker exec)"
     )
 
 
-def test_without_an_engine_every_check_is_skipped_with_the_reason(engine: Engine) -> None:
-    engine.ping_error = ConnectionError("Error while fetching server API version\nmore")
-    harness = SlurmContainerHarness()
-    assert isinstance(harness, SlurmLocalHarness)
-    reason = f"{PREFIX}no Docker engine answers (ConnectionError: Error while fetching server API version)"
-    with pytest.raises(CannotInject) as cannot:
-        harness.new_backend()
-    assert str(cannot.value) == reason
-    for check in checks()[:3]:
-        result = run_check(check, harness)
-        assert (result.outcome, result.reason) == (Outcome.SKIPPED, reason)
-    assert engine.containers == []
-    harness.close()
-
-
 @pytest.mark.parametrize("missing", ["docker", "testcontainers.core.container"])
-def test_without_the_extra_every_check_is_skipped_with_the_reason(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch, missing: str
+def test_engine_problem_without_the_extra_names_it(
+    monkeypatch: pytest.MonkeyPatch, missing: str
 ) -> None:
     monkeypatch.setitem(sys.modules, missing, None)
-    harness = SlurmContainerHarness()
-    for check in checks()[:3]:
-        result = run_check(check, harness)
-        assert result.outcome is Outcome.SKIPPED
-        assert result.reason.startswith(f"{PREFIX}the 'containers' extra is not installed (")
-        assert result.reason.endswith(f"): {INSTALL_HINT}")
+    why = engine_problem()
+    assert why is not None and why.startswith("the 'containers' extra is not installed (")
+    assert why.endswith(f"): {INSTALL_HINT}")
 
 
-def test_with_the_real_docker_package_and_no_engine_the_harness_skips(
+def test_with_the_real_docker_package_and_no_engine_the_reason_says_how_to_start_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     pytest.importorskip("docker")
     pytest.importorskip("testcontainers.core.container")
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    monkeypatch.delenv("CI", raising=False)
     docker = tmp_path / "docker"
     docker.write_text("#!/bin/sh\nexit 99\n")
     docker.chmod(0o755)
-    harness = SlurmContainerHarness(docker=str(docker))
-    with pytest.raises(CannotInject, match=f"^{PREFIX}no Docker engine answers \\("):
-        harness.new_backend()
-    assert not harness.container.started
+    why = engine_problem(str(docker))
+    assert why is not None and why.startswith("no Docker engine answers (")
+    assert why.endswith("start one with ci/docker-up.sh")
 
 
-def test_under_ci_a_missing_engine_still_skips(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("ssh", [False, True])
+def test_without_an_engine_every_check_is_skipped_with_the_reason(
+    no_engine: str, ssh: bool
 ) -> None:
-    """CI starts a native Slurm, not containers: only slurm-local is required there."""
-    monkeypatch.setenv("CI", "true")
-    engine.ping_error = ConnectionError("refused")
-    harness = SlurmContainerHarness()
-    with pytest.raises(CannotInject, match=r"no Docker engine answers \(ConnectionError"):
-        harness.new_backend()
-    result = run_check(checks()[0], harness)
-    assert result.outcome is Outcome.SKIPPED
-    assert "no Docker engine answers (ConnectionError: refused)" in result.reason
-
-
-def test_a_cluster_that_does_not_come_up_skips_with_the_first_line_of_why(
-    engine: Engine, caplog: pytest.LogCaptureFixture
-) -> None:
-    engine.logs = "slurmctld: error: cannot bind\n"
-    engine.status = "exited"
-    harness = SlurmContainerHarness(SlurmContainer(clock=VirtualClock()))
+    harness = SlurmContainersHarness(ssh=ssh)
+    assert isinstance(harness, SlurmLocalHarness)
     with pytest.raises(CannotInject) as cannot:
         harness.new_backend()
-    assert str(cannot.value) == (
-        f"{PREFIX}the container did not start (the Slurm container exited before its cluster "
-        "was up; the container's log ends:)"
-    )
-    assert "slurmctld: error: cannot bind" in caplog.text  # the whole story, logged once
-    assert engine.containers[0].removed
-    with pytest.raises(CannotInject):
-        harness.new_backend()
-    assert len(engine.containers) == 1  # not retried for every check
-
-
-def scontrol(
-    argv: list[str], stdin: str, timeout: float | None
-) -> subprocess.CompletedProcess[str]:
-    """A runner standing in for docker exec into a cluster that answers scontrol show config."""
-    if argv[4:5] == ["env"] and argv[-3:] == ["scontrol", "show", "config"]:
-        return subprocess.CompletedProcess(argv, 0, CONFIG, "")
-    return subprocess.CompletedProcess(argv, 0, "", "")
-
-
-def test_the_harness_starts_its_container_on_first_need_and_close_removes_it(
-    engine: Engine,
-) -> None:
-    harness = SlurmContainerHarness(SlurmContainer(clock=VirtualClock()))
-    assert engine.containers == [] and not harness.container.started
-    assert isinstance(harness.transport, DockerExecTransport)
-    assert harness.transport.container == harness.container.name
-    harness.transport.runner = scontrol
-    backend = harness.new_backend()
-    assert isinstance(backend, SlurmBackend)
-    assert (backend.cluster, backend.job_comment) == ("lab", True)
-    assert harness.min_job_age == 30
-    harness.new_backend()
-    [container] = engine.containers
-    assert container.name == harness.container.name and not container.removed
+    assert str(cannot.value) == PREFIX + no_engine
+    for check in checks()[:3]:
+        result = run_check(check, harness)
+        assert (result.outcome, result.reason) == (Outcome.SKIPPED, PREFIX + no_engine)
+    assert not harness.cluster.started
     harness.close()
-    assert container.removed and not harness.container.started
 
 
-def test_the_default_container_has_a_short_id_range_and_min_job_age() -> None:
-    harness = load_harness("slurm-container")
-    assert isinstance(harness, SlurmContainerHarness)
-    assert harness.name == "slurm-container"
-    assert harness.container.knobs == Knobs(
-        job_comment=True, max_job_id=20, min_job_age=2, cred_expire=5
+def test_under_ci_a_missing_engine_fails_and_says_how_to_start_one(
+    no_engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", "true")
+    harness = SlurmContainersHarness()
+    with pytest.raises(HarnessUnavailable) as unavailable:
+        harness.new_backend()
+    assert str(unavailable.value) == (
+        "slurm-containers needs a Docker engine and its cluster under CI=true (start one with "
+        f"ci/docker-up.sh): {no_engine}"
     )
-    assert not harness.container.started
+    result = run_check(checks()[0], harness)
+    assert result.outcome is not Outcome.SKIPPED and result.outcome is not Outcome.PASSED
 
 
-def test_the_harness_list_names_slurm_container(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_harness_offers_the_loss_of_a_node_and_another_users_job() -> None:
+    harness = SlurmContainersHarness()
+    assert harness.lacks(Fault.LOSE_NODE) is None
+    assert harness.lacks(look_alike_need(LookAlike.OTHER_USER)) is None
+    assert harness.lacks(Fault.PREEMPT) is not None  # slurm-local's refusals stand
+    assert harness.scratch_root == "/shared"
+    assert not harness.cluster.started  # asking what it offers starts nothing
+
+
+def test_both_harnesses_are_registered_with_a_head_and_two_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name, ssh in (("slurm-containers", False), ("slurm-containers-ssh", True)):
+        harness = load_harness(name)
+        assert isinstance(harness, SlurmContainersHarness)
+        assert (harness.name, harness.ssh, harness.cluster.nodes) == (name, ssh, 2)
+        assert harness.cluster.knobs == Knobs()
     assert main(["harnesses"]) == 0
-    out = capsys.readouterr().out
-    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()}
-    assert rows["slurm-container"] == "adapters.slurm.testing.containers:slurm_container"
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()}
+    assert rows["slurm-containers"] == "adapters.slurm.testing.containers:slurm_containers"
+    assert "slurm-container" not in rows
 
 
 def test_a_run_without_an_engine_skips_and_exits_0(
-    engine: Engine, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    no_engine: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    engine.ping_error = ConnectionError("no engine")
     code = main(
-        ["run", "--harness", "slurm-container", "--tier", "smoke", "--report-dir", str(tmp_path)]
+        ["run", "--harness", "slurm-containers", "--tier", "smoke", "--report-dir", str(tmp_path)]
     )
     out = capsys.readouterr().out
     assert code == 0
     skipped = [line.strip() for line in out.splitlines() if line.strip().startswith("skipped:")]
     assert len(skipped) == len(checks("smoke"))
-    assert set(skipped) == {
-        f"skipped: {PREFIX}no Docker engine answers (ConnectionError: no engine)"
-    }
+    assert set(skipped) == {f"skipped: {PREFIX}{no_engine}"}
