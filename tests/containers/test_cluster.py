@@ -200,3 +200,26 @@ def test_an_interrupted_conformance_run_removes_its_cluster(tmp_path: Path) -> N
     assert "interrupted" in err
     assert set(leftovers(client)) - before == set()
     client.close()
+
+
+def test_the_node_loss_scenario_agrees_with_the_simulator(cluster: SlurmCluster) -> None:
+    """The differential: ``node-loss`` recorded on the containers, replayed on the simulator,
+    every difference explained (``DISPATCH_FIDELITY_RECORD=DIR`` keeps the recording there,
+    as tests/fixtures/slurm-real/node-loss.comment.json was made)."""
+    import tools.fidelity as fid
+    from tools.fidelity.containers import ClusterSlurm
+
+    target = ClusterSlurm(cluster)
+    try:
+        real = fid.run_real(fid.scenario_named("node-loss"), target, lock=None)
+    finally:
+        target.close()
+    keep = os.environ.get("DISPATCH_FIDELITY_RECORD")
+    if keep:
+        fid.fixture_path(Path(keep), real.scenario, real.mode).write_text(real.dumps())
+    outcome = fid.Outcome(
+        real.scenario, real.mode, len(real.steps), fid.compare(real, fid.replay_on_sim(real)),
+        wall=real.wall,
+    )  # fmt: skip
+    print(f"\nnode-loss recorded in {real.wall:.1f} s, {len(outcome.differences)} differences")
+    assert outcome.unexplained == [], fid.report([outcome])

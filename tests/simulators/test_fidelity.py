@@ -118,7 +118,7 @@ def test_a_simulated_run_replays_on_the_simulator_without_difference(
     scenario: fid.Scenario,
 ) -> None:
     info = LAB if scenario.job_comment is not False else dataclasses.replace(LAB, job_comment=False)
-    assert scenario.skip_reason(info) is None
+    assert scenario.skip_reason(info, can_lose_nodes=True) is None  # the simulator can
     first = fid.run_on_sim(scenario, info, START)
     assert all(s.rc is not None for s in first.steps if isinstance(s.step, fid.Run))
     assert all(
@@ -145,6 +145,35 @@ def test_scenarios_declare_their_mode_and_requirements() -> None:
     assert "job ids" in (fid.scenario_named("id-wrap").skip_reason(wide) or "")
     with pytest.raises(fid.FidelityError, match="no scenario 'nope'"):
         fid.scenario_named("nope")
+    for scenario in fid.SCENARIOS:  # declared where a step loses a node, and only there
+        steps = scenario.steps(LAB)
+        assert scenario.loses_nodes == any(isinstance(s, fid.LoseNode) for s in steps)
+    lost = fid.scenario_named("node-loss")
+    assert "loses a node" in (lost.skip_reason(LAB) or "")
+    assert lost.skip_reason(LAB, can_lose_nodes=True) is None
+    one = dataclasses.replace(LAB, nodes=("vm",))
+    assert "2 nodes or more" in (lost.skip_reason(one, can_lose_nodes=True) or "")
+
+
+def test_a_lost_node_acts_on_the_simulator_when_the_real_cluster_noticed_it() -> None:
+    """Replayed, a lose_node step fails the node at the start of the next step, when the
+    real cluster had marked it down: the no-requeue job's end is the real one's."""
+    real = fid.run_on_sim(fid.scenario_named("node-loss"), LAB, START)
+    lose = next(r for r in real.steps if isinstance(r.step, fid.LoseNode))
+    shifted = dataclasses.replace(
+        real,
+        steps=[
+            dataclasses.replace(r, t=r.t + 11.0) if r.index > lose.index else r for r in real.steps
+        ],
+    )
+    again = fid.replay_on_sim(shifted)
+    show_a = ("scontrol", "show", "job", "-o", "{A}")
+    shown = next(
+        r.stdout for r in again.steps if isinstance(r.step, fid.Run) and r.step.argv == show_a
+    )
+    ended = int(shown.split("EndTime=")[1].split()[0])
+    assert "JobState=NODE_FAIL" in shown
+    assert abs(ended - (START + lose.t + 11.0)) <= 1.0
 
 
 def test_the_id_wrap_scenario_wraps_and_skips_the_live_keeper() -> None:

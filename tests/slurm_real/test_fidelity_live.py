@@ -45,7 +45,7 @@ def real() -> Iterator[fid.RealSlurm]:
 def test_real_slurm_and_the_simulator_agree(real: fid.RealSlurm, scenario: fid.Scenario) -> None:
     if SELECTED != "all" and scenario.name not in SELECTED.split(","):
         pytest.skip(f"not in DISPATCH_FIDELITY_LIVE ({SELECTED}; 'all' runs every scenario)")
-    reason = scenario.skip_reason(real.info())
+    reason = scenario.skip_reason(real.info(), real.can_lose_nodes)
     if reason is not None:
         pytest.skip(reason)
     try:

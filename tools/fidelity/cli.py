@@ -46,7 +46,7 @@ def _live(
         info = real.info()
         outcomes: list[Outcome] = []
         for scenario in selected:
-            reason = scenario.skip_reason(info)
+            reason = scenario.skip_reason(info, real.can_lose_nodes)
             if reason is not None:
                 print(f"skip {scenario.name} ({info.mode}): {reason}", file=sys.stderr)
                 outcomes.append(Outcome(scenario.name, info.mode, skipped=reason))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from tools.fidelity.normalisation import TOKEN, Context, normalise, similar
-from tools.fidelity.scenario import Run, Runs, Sleep, Step, WaitState
+from tools.fidelity.scenario import BringBack, LoseNode, Run, Runs, Sleep, Step, WaitState
 from tools.fidelity.transcript import Transcript
 
 
@@ -169,6 +169,15 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         lines=r"RUNNING|CANCELLED", times_only=True, timing=True,
     ),
     Known(
+        "node-loss", r"^scontrol show job", "stdout",
+        "a requeued job restarts at the first scheduler pass after its begin time; on the real "
+        "cluster that may be the backfill pass (every bf_interval, 30 s, phase unknown), and "
+        "scontrol then says Scheduler=Backfill; the simulator runs the main scheduler only "
+        "(Scheduler=Main), so that word and the restart's times differ",
+        lines=r"JobName=fid-requeued .*Scheduler=Backfill", real=r"Scheduler=Backfill",
+        sim=r"Scheduler=Main", timing=True,
+    ),
+    Known(
         "holds", r"^squeue", "stdout",
         "right after a release (or a StartTime update) the reason reads None until the next "
         "scheduler pass sets BeginTime; that pass runs at once unless one ran less than "
@@ -218,6 +227,10 @@ def _describe(step: Step) -> str:
         return f"wait_state {step.job} {'|'.join(step.states)} {step.bound:g}"
     if isinstance(step, Sleep):
         return f"sleep {step.seconds:g}"
+    if isinstance(step, LoseNode):
+        return f"lose_node {step.node}"
+    if isinstance(step, BringBack):
+        return f"bring_back {step.node}"
     return " ".join(step.argv)
 
 

@@ -1,6 +1,7 @@
 """The scenario model: a :class:`Scenario` is a named list of steps (:class:`Run`,
-:class:`Runs`, :class:`WaitState`, :class:`Sleep`), built by :func:`run`, :func:`runs`,
-:func:`wait_state`, :func:`sleep` and :func:`submit` (see :mod:`tools.fidelity`)."""
+:class:`Runs`, :class:`WaitState`, :class:`Sleep`, :class:`LoseNode`, :class:`BringBack`),
+built by :func:`run`, :func:`runs`, :func:`wait_state`, :func:`sleep`, :func:`lose_node`,
+:func:`bring_back` and :func:`submit` (see :mod:`tools.fidelity`)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,31 @@ class Sleep:
         return {"kind": "sleep", "seconds": self.seconds}
 
 
-Step = Run | Runs | WaitState | Sleep
+@dataclass(frozen=True)
+class LoseNode:
+    """Node ``node``'s machine is lost: the step ends once slurmctld has marked the node down
+    (and so acted on its jobs). On a real cluster its container is stopped; on the simulator
+    it is a node failure, at the time the real cluster noticed it when the simulator follows
+    a real run (the end of this step there: see :func:`~tools.fidelity.transcript.execute`)."""
+
+    node: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "lose_node", "node": self.node}
+
+
+@dataclass(frozen=True)
+class BringBack:
+    """Lost node ``node`` comes back: the step ends once it is back in the partition. On a
+    real cluster its container is started again; the simulator's nodes never go down."""
+
+    node: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "bring_back", "node": self.node}
+
+
+Step = Run | Runs | WaitState | Sleep | LoseNode | BringBack
 
 
 def run(
@@ -102,6 +127,14 @@ def sleep(seconds: float) -> Sleep:
     return Sleep(seconds)
 
 
+def lose_node(node: str) -> LoseNode:
+    return LoseNode(node)
+
+
+def bring_back(node: str) -> BringBack:
+    return BringBack(node)
+
+
 def step_from_json(data: Mapping[str, Any]) -> Step:
     kind = data.get("kind")
     if kind == "run":
@@ -117,6 +150,10 @@ def step_from_json(data: Mapping[str, Any]) -> Step:
         return WaitState(data["job"], tuple(data["states"]), float(data["bound"]))
     if kind == "sleep":
         return Sleep(float(data["seconds"]))
+    if kind == "lose_node":
+        return LoseNode(str(data["node"]))
+    if kind == "bring_back":
+        return BringBack(str(data["node"]))
     raise FidelityError(f"unknown step kind {kind!r}")
 
 
@@ -146,7 +183,8 @@ class Scenario:
     accounting mode the scenario needs (None: either, and it is recorded in both, or in
     one of them when ``mode_free``);
     ``requires`` returns why a cluster cannot run it (None: it can); ``start_id`` asks the
-    runner to drive the real id counter there first (unrecorded filler jobs)."""
+    runner to drive the real id counter there first (unrecorded filler jobs); ``loses_nodes``
+    declares a :class:`LoseNode` step."""
 
     name: str
     description: str
@@ -156,11 +194,21 @@ class Scenario:
     requires: Callable[[ClusterInfo], str | None] | None = None
     tolerance: int = 2
     mode_free: bool = False
+    loses_nodes: bool = False
+    """Whether a step loses a node (:class:`LoseNode`): only a target that can
+    (``can_lose_nodes``: the cluster in containers, the simulator) runs it."""
 
     def steps(self, info: ClusterInfo) -> list[Step]:
         return list(self.build(info))
 
-    def skip_reason(self, info: ClusterInfo) -> str | None:
+    def skip_reason(self, info: ClusterInfo, can_lose_nodes: bool = False) -> str | None:
+        """Why this scenario cannot run on the cluster ``info`` describes (None: it can);
+        ``can_lose_nodes`` says whether the target can lose a node for real."""
+        if self.loses_nodes and not can_lose_nodes:
+            return (
+                "loses a node, which only a cluster of its own can (the Slurm in containers: "
+                "tests/containers records it)"
+            )
         if self.job_comment is not None and self.job_comment != info.job_comment:
             want = "with" if self.job_comment else "without"
             switch = "" if self.job_comment else " --no-job-comment"

@@ -6,7 +6,18 @@ from __future__ import annotations
 from typing import Final
 
 from tools.fidelity.cluster import ClusterInfo, FidelityError
-from tools.fidelity.scenario import GONE, Run, Scenario, Step, run, sleep, submit, wait_state
+from tools.fidelity.scenario import (
+    GONE,
+    Run,
+    Scenario,
+    Step,
+    bring_back,
+    lose_node,
+    run,
+    sleep,
+    submit,
+    wait_state,
+)
 
 _LONG_FIELDS: Final = (
     "JobID:|,Name:|,State:|,Reason:|,SubmitTime:|,EligibleTime:|,StartTime:|,RestartCnt:|,Comment:|"
@@ -419,6 +430,36 @@ def _short_age(info: ClusterInfo) -> str | None:
     return None
 
 
+def _node_loss(info: ClusterInfo) -> list[Step]:
+    """Two jobs on the first node (slurmctld and the simulator both fill the first node
+    first), one ``--no-requeue`` and one ``--requeue``; the node is lost and comes back: the
+    first ends NODE_FAIL, the second is requeued (restart count 1) and runs again."""
+    node = info.nodes[0]
+    return [
+        *submit("A", "fid-lost", "--no-requeue"),
+        *submit("B", "fid-requeued", "--requeue"),
+        wait_state("A", "RUNNING", 20),
+        wait_state("B", "RUNNING", 20),
+        run("squeue", "-h", "-j", "{A},{B}", "-o", "%i|%j|%T|%N"),
+        lose_node(node),
+        bring_back(node),
+        wait_state("A", "NODE_FAIL", 30),
+        run("squeue", "-h", "-t", "all", "-j", "{A},{B}", "-o", "%i|%j|%T|%r"),
+        run("scontrol", "show", "job", "-o", "{A}"),
+        wait_state("B", "RUNNING", 60),
+        run("scontrol", "show", "job", "-o", "{B}"),
+        run("sacct", "-X", "-P", "-j", "{A}", "-o", "JobID,JobName,State,ExitCode"),
+        run("sacct", "-X", "-D", "-P", "-j", "{B}", "-o", "JobID,JobName,State,ExitCode"),
+        run("scancel", "{B}"),
+    ]
+
+
+def _two_nodes(info: ClusterInfo) -> str | None:
+    if len(info.nodes) < 2:
+        return f"needs a cluster of 2 nodes or more, not {len(info.nodes)}"
+    return _requeue_ok(info)
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario(
         "formats",
@@ -480,6 +521,15 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         "ends (the value at the end), for a completed and a cancelled job",
         _comment_steps,
         job_comment=True,
+    ),
+    Scenario(
+        "node-loss",
+        "a node lost under two running jobs: the --no-requeue one ends NODE_FAIL, the "
+        "--requeue one is requeued and runs again once the node is back",
+        _node_loss,
+        job_comment=True,
+        requires=_two_nodes,
+        loses_nodes=True,
     ),
     Scenario(
         "comment-absent",

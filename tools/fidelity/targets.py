@@ -55,12 +55,22 @@ class Target(Protocol):
         second (slurmctld stamps what it does with whole seconds)."""
         ...
 
+    def lose_node(self, node: str) -> None:
+        """The node's machine is lost (:class:`~tools.fidelity.LoseNode`)."""
+        ...
+
+    def bring_back(self, node: str) -> None:
+        """The lost node comes back (:class:`~tools.fidelity.BringBack`)."""
+        ...
+
 
 class RealSlurm:
     """This host's Slurm commands, run as subprocesses (no shell) in a scratch directory."""
 
     name = "real"
     poll_interval = 0.2
+    can_lose_nodes = False
+    """This host's nodes are not to be lost: a subclass on a cluster of its own may."""
 
     def __init__(
         self, timeout: float = 60.0, busy_bound: float = 180.0, clock: Clock | None = None
@@ -110,6 +120,12 @@ class RealSlurm:
     def align(self, when: float) -> None:
         """Real time needs no help."""
 
+    def lose_node(self, node: str) -> None:
+        raise FidelityError(f"{self.name} cannot lose node {node}")
+
+    def bring_back(self, node: str) -> None:
+        raise FidelityError(f"{self.name} cannot bring node {node} back")
+
     def steady(self) -> None:
         """Wait for the next second when less than :data:`SECOND_MARGIN` of this one is left.
         A replay puts each command at the second it started in; one that slurmctld answered in
@@ -125,8 +141,7 @@ class RealSlurm:
     def info(self) -> ClusterInfo:
         """The cluster's configuration (raises :class:`NoSlurm` when none answers)."""
         if self._info is None:
-            if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
-                raise NoSlurm("no Slurm: scontrol/sbatch are not on PATH")
+            self.require_commands()
             shown = self.command(["scontrol", "show", "config"], None)
             if shown.returncode != 0:
                 why = (shown.stderr.strip() or shown.stdout.strip() or "no output").splitlines()
@@ -134,7 +149,7 @@ class RealSlurm:
             nodes = self.command(["sinfo", "-h", "-N", "-o", "%N|%c|%P"], None)
             if nodes.returncode != 0:
                 raise NoSlurm(f"no Slurm: sinfo failed: {nodes.stderr.strip()}")
-            user = _user()
+            user, uid, host = self.identity()
             account = self.command(
                 ["sacctmgr", "-n", "-P", "show", "user", user, "format=DefaultAccount"], None
             )
@@ -142,11 +157,20 @@ class RealSlurm:
                 shown.stdout,
                 nodes.stdout,
                 user=user,
-                uid=os.getuid(),
+                uid=uid,
                 account=account.stdout.strip().splitlines()[0] if account.stdout.strip() else None,
-                host=socket.gethostname().split(".", 1)[0],
+                host=host,
             )
         return self._info
+
+    def require_commands(self) -> None:
+        """:class:`NoSlurm` unless the Slurm commands are on this host's PATH."""
+        if shutil.which("scontrol") is None or shutil.which("sbatch") is None:
+            raise NoSlurm("no Slurm: scontrol/sbatch are not on PATH")
+
+    def identity(self) -> tuple[str, int, str]:
+        """Who submits, and from where: the user, the uid and the short host name."""
+        return _user(), os.getuid(), socket.gethostname().split(".", 1)[0]
 
     def forget_info(self) -> None:
         """Read the configuration again at the next :meth:`info` (the cluster may have been
@@ -327,6 +351,14 @@ class SimSlurm:
 
     def steady(self) -> None:
         """A virtual clock answers in the second it is at."""
+
+    def lose_node(self, node: str) -> None:
+        """A node failure: each running job of the node requeued when it may be, else ended
+        NODE_FAIL (the simulator's nodes do not go down)."""
+        self.sim.faults.node_failure(node)
+
+    def bring_back(self, node: str) -> None:
+        """Its nodes never went down."""
 
 
 def _user() -> str:

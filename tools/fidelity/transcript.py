@@ -19,7 +19,17 @@ from typing import Any, Final
 
 from adapters.slurm.parse import parse_sbatch_id
 from tools.fidelity.cluster import ClusterInfo, FidelityError, Foreign
-from tools.fidelity.scenario import GONE, Run, Runs, Scenario, Step, WaitState, step_from_json
+from tools.fidelity.scenario import (
+    GONE,
+    BringBack,
+    LoseNode,
+    Run,
+    Runs,
+    Scenario,
+    Step,
+    WaitState,
+    step_from_json,
+)
 from tools.fidelity.targets import RealSlurm, SimSlurm, Target
 
 FORMAT_VERSION: Final = 1
@@ -179,7 +189,9 @@ def execute(
     results: list[StepResult] = []
     for index, step in enumerate(steps):
         if times is not None and index < len(times):
-            target.align(start + times[index])
+            # A lost node acts when the real cluster noticed it: when its step ended there.
+            at = index + 1 if isinstance(step, LoseNode) and index + 1 < len(times) else index
+            target.align(start + times[at])
         if isinstance(step, Run):
             target.steady()
         began = target.now()
@@ -209,6 +221,10 @@ def _do(step: Step, target: Target, bindings: dict[str, str], result: StepResult
                 bindings[step.capture] = result.captured = captured
     elif isinstance(step, Runs):
         target.runs(bindings[step.job], step.seconds)
+    elif isinstance(step, LoseNode):
+        target.lose_node(step.node)
+    elif isinstance(step, BringBack):
+        target.bring_back(step.node)
     elif isinstance(step, WaitState):
         job_id = bindings[step.job]
         began = target.now()
@@ -239,14 +255,14 @@ def run_real(scenario: Scenario, real: RealSlurm, lock: str | None = None) -> Tr
     file, as ``flock(1)`` takes it): an empty cluster, the id counter known, the steps, then
     this runner's jobs cancelled."""
     info = real.info()
-    reason = scenario.skip_reason(info)
+    reason = scenario.skip_reason(info, real.can_lose_nodes)
     if reason is not None:
         raise FidelityError(f"{scenario.name}: {reason}")
     with cluster_lock(lock):
         locked = real.now()
         real.forget_info()  # the cluster may have been reconfigured while we waited
         info = real.info()
-        reason = scenario.skip_reason(info)
+        reason = scenario.skip_reason(info, real.can_lose_nodes)
         if reason is not None:
             raise FidelityError(f"{scenario.name}: {reason}")
         start_id = scenario.start_id(info) if scenario.start_id is not None else None

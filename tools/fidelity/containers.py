@@ -1,0 +1,79 @@
+"""A Slurm cluster in containers as a fidelity target (:class:`ClusterSlurm`): the scenarios
+that lose a node run for real only there (tests/containers records them)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+
+from adapters.slurm.testing.containers import HEAD, SHARED_DIR, SlurmCluster
+from dispatch_core import Clock
+from tools.fidelity.cluster import FidelityError
+from tools.fidelity.targets import RealSlurm
+
+UP_STATES = ("idle", "mixed", "allocated")
+
+
+class ClusterSlurm(RealSlurm):
+    """A started :class:`SlurmCluster`: the head's commands through ``docker exec``, run in a
+    scratch directory of the shared directory, as root on the host ``head``; a lost node is a
+    container stopped, then started again."""
+
+    can_lose_nodes = True
+
+    def __init__(
+        self,
+        cluster: SlurmCluster,
+        timeout: float = 60.0,
+        busy_bound: float = 180.0,
+        clock: Clock | None = None,
+        node_bound: float = 90.0,
+    ) -> None:
+        super().__init__(timeout, busy_bound, clock)
+        shutil.rmtree(self.scratch, ignore_errors=True)  # the head's, not this host's
+        self.cluster = cluster
+        self.node_bound = node_bound
+        self.transport = cluster.exec_transport()
+        made = self.transport.run(["mktemp", "-d", f"{SHARED_DIR}/fid-XXXXXX"], timeout=timeout)
+        if made.returncode != 0:
+            raise FidelityError(f"mktemp on the head failed: {made.stderr.strip()}")
+        self.scratch = made.stdout.strip()
+
+    def close(self) -> None:
+        self.transport.run(["rm", "-rf", "--", self.scratch], timeout=self.timeout)
+
+    def command(self, argv: Sequence[str], stdin: str | None) -> subprocess.CompletedProcess[str]:
+        wrapped = ["sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", self.scratch, *argv]
+        try:
+            return self.transport.run(wrapped, stdin=stdin, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(
+                list(argv), 124, "", f"fidelity: no answer within {self.timeout:g} s\n"
+            )
+
+    def require_commands(self) -> None:
+        """The image has them."""
+
+    def identity(self) -> tuple[str, int, str]:
+        return "root", 0, HEAD
+
+    def lose_node(self, node: str) -> None:
+        """Stop the node's container; return once slurmctld has marked it down."""
+        self.cluster.lose(node)
+        self._until(node, lambda state: state.startswith("down"), "marked down")
+
+    def bring_back(self, node: str) -> None:
+        """Start the node's container again; return once it is back in the partition."""
+        self.cluster.bring_back(node)
+        self._until(node, lambda state: state in UP_STATES, "back in the partition")
+
+    def _until(self, node: str, ready: Callable[[str], bool], what: str) -> None:
+        began = self.now()
+        while True:
+            state = self.command(["sinfo", "-h", "-n", node, "-o", "%T"], None).stdout.strip()
+            if ready(state):
+                return
+            if self.now() - began > self.node_bound:
+                raise FidelityError(f"{node} was not {what} within {self.node_bound:g} s")
+            self.pause(0.25)
