@@ -207,12 +207,18 @@ def _one_after_another(
 
 
 def _side_by_side(
-    loaded: Sequence[Loaded], selected: Sequence[Check], seed: int, width: int, jobs: int
+    loaded: Sequence[Loaded],
+    selected: Sequence[Check],
+    seed: int,
+    width: int,
+    jobs: int,
+    shards: int,
 ) -> tuple[list[Result], list[Answers], bool]:
-    """Each harness in a process of its own (:mod:`conformance.parallel`), printed whole as it
-    ends; the results in the run's harness order; whether every worker closed its harness."""
+    """Each harness in processes of its own (:mod:`conformance.parallel`: ``shards`` each),
+    printed whole as it ends; the results in the run's harness order; whether every worker
+    closed its harness."""
     runs: dict[str, HarnessRun] = {}
-    for run in run_side_by_side(loaded, selected, seed, jobs):
+    for run in run_side_by_side(loaded, selected, seed, jobs, shards):
         say()
         say(run.loaded.label)
         for result in run.results:
@@ -239,17 +245,19 @@ def command_run(args: argparse.Namespace) -> int:
         identities={h.label: h.identity() for h in loaded},
     )
     width = max(len(c.id) for c in selected)
-    jobs = min(args.jobs, len(loaded))
+    shards = min(args.shards, len(selected))
+    jobs = min(args.jobs, len(loaded) * shards)
     closed = workers_closed = False
     try:
         at_once = f", {jobs} at once" if jobs > 1 else ""
+        dealt = f", each dealt over {shards} instances" if shards > 1 else ""
         say(
             f"{PROG}: {len(selected)} {args.tier}-tier checks on {len(loaded)} "
-            f"harness{'es' if len(loaded) != 1 else ''}{at_once}, seed {args.seed}"
+            f"harness{'es' if len(loaded) != 1 else ''}{dealt}{at_once}, seed {args.seed}"
         )
-        if jobs > 1:
+        if jobs > 1 or shards > 1:
             results, answers, workers_closed = _side_by_side(
-                loaded, selected, args.seed, width, jobs
+                loaded, selected, args.seed, width, jobs, shards
             )
         else:
             results, answers = _one_after_another(loaded, selected, args.seed, width)
@@ -566,6 +574,17 @@ def parser() -> argparse.ArgumentParser:
         "harness's lines together when it ends (default 1: one harness after another, each "
         "check printed as it ends); results and reports are the same either way. Harnesses "
         "that share one cluster (two on the same real Slurm) must not run at once",
+    )
+    run.add_argument(
+        "--shards",
+        type=_jobs,
+        default=1,
+        metavar="N",
+        help="deal each harness's checks over N instances of it, each in a process of its own "
+        "(every Nth check, in the run's order; a harness that makes its own cluster, such as "
+        "slurm-containers, makes one per instance), and report them as one harness; --jobs "
+        "caps the processes of all harnesses together (default 1: no dealing). Each check's "
+        "seed and result do not depend on the instance that runs it",
     )
     run.add_argument(
         "--tier",

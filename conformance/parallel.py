@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from multiprocessing.process import BaseProcess
-from typing import Final
+from typing import Final, cast
 
 from conformance.checks import Check, Outcome, Result, one_line
 from conformance.runner import Answers, Loaded, capability_answers
@@ -49,20 +49,28 @@ class HarnessRun:
     """The complaint from closing the harness in its worker ('' when it closed cleanly)."""
 
 
-def _run_harness(index: int) -> tuple[list[Row], Answers, float, str]:
-    """In a worker: every selected check on harness ``index``, its answers, then close it."""
+ShardReport = tuple[list[Row], Answers | None, float, str]
+"""What a worker sends back: its rows, the capability answers (shard 0's), its wall time and
+the complaint from closing its harness."""
+
+
+def _run_harness(index: int, shard: int, shards: int) -> ShardReport:
+    """In a worker: shard ``shard`` of ``shards`` of the selected checks (every ``shards``-th,
+    from the ``shard``-th) on harness ``index``, its answers (shard 0's only), then close it."""
     assert _WORK is not None, "a worker runs only in a fork of run_side_by_side"
     everyone, selected, seed = _WORK
     loaded = everyone[index]
     started = time.perf_counter()
     rows: list[Row] = []
+    answers: Answers | None = None
     try:
-        for check in selected:
+        for check in selected[shard::shards]:
             r = loaded.run(check, seed)
             rows.append(
                 (check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter)
             )
-        answers = capability_answers(loaded)
+        if shard == 0:
+            answers = capability_answers(loaded)
         took = time.perf_counter() - started
     finally:
         # Interrupted too (Ctrl-C, or the runner's SIGTERM): the harness releases what it
@@ -94,13 +102,13 @@ def _ended_early(loaded: Loaded, selected: Sequence[Check], seed: int, why: str)
     return HarnessRun(loaded, results, answers, 0.0, "")
 
 
-def _worker(index: int, send: Connection) -> None:
+def _worker(index: int, shard: int, shards: int, send: Connection) -> None:
     """A worker's whole life: run harness ``index`` and send what :func:`_run_harness` gives
     (or the one line of what it raised). The runner's SIGTERM (it was interrupted) ends the
     worker through its ``finally`` clauses, so that its harness is closed."""
     signal.signal(signal.SIGTERM, _stop)
     try:
-        send.send(("ran", _run_harness(index)))
+        send.send(("ran", _run_harness(index, shard, shards)))
     except BaseException as error:  # even SystemExit: the runner must hear of it
         send.send(("raised", one_line(f"{type(error).__name__}: {error}")))
     finally:
@@ -108,48 +116,82 @@ def _worker(index: int, send: Connection) -> None:
 
 
 def run_side_by_side(
-    loaded: Sequence[Loaded], selected: Sequence[Check], seed: int, jobs: int
+    loaded: Sequence[Loaded], selected: Sequence[Check], seed: int, jobs: int, shards: int = 1
 ) -> Iterator[HarnessRun]:
-    """Each harness's run, in the order they end, at most ``jobs`` at once. Each worker is a
-    process of its own (not a pool's), so that one that dies takes no other harness with it."""
+    """Each harness's run, in the order they end, at most ``jobs`` workers at once. Each worker
+    is a process of its own (not a pool's), so that one that dies takes no other harness with
+    it. With ``shards`` > 1 a harness's checks are dealt over that many workers, each with an
+    instance of the harness of its own (a real cluster harness makes a cluster in each); the
+    harness's run is theirs together, in the run's check order, once the last has ended."""
     global _WORK
     by_id = {check.id: check for check in selected}
+    order = {check.id: n for n, check in enumerate(selected)}
     _WORK = (loaded, selected, seed)
     context = multiprocessing.get_context(CONTEXT)
-    waiting = list(enumerate(loaded))
-    running: dict[Connection, tuple[BaseProcess, Loaded]] = {}
+    shards = max(1, min(shards, len(selected)))
+    waiting = [(index, shard) for index in range(len(loaded)) for shard in range(shards)]
+    running: dict[Connection, tuple[BaseProcess, int, int]] = {}
+    parts: dict[int, list[tuple[str, object]]] = {index: [] for index in range(len(loaded))}
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
-                index, one = waiting.pop(0)
+                index, shard = waiting.pop(0)
                 receive, send = context.Pipe(duplex=False)
                 started: BaseProcess = context.Process(
-                    target=_worker, args=(index, send), name=f"conformance {one.label}"
+                    target=_worker,
+                    args=(index, shard, shards, send),
+                    name=f"conformance {loaded[index].label} {shard + 1}/{shards}",
                 )
                 started.start()
                 send.close()  # the worker holds the only write end: its exit ends the pipe
-                running[receive] = (started, one)
+                running[receive] = (started, index, shard)
             for ready in wait(list(running)):
                 assert isinstance(ready, Connection)
-                process, one = running.pop(ready)
+                process, index, shard = running.pop(ready)
                 try:
                     kind, payload = ready.recv()
                 except EOFError:  # it ended without a word: killed, or crashed in native code
-                    kind, payload = "died", None
+                    kind, payload = "died", f"exit status {process.exitcode}"
                 ready.close()
                 process.join()
-                if kind == "ran":
-                    rows, answers, took, closing = payload
-                    yield HarnessRun(one, _rebuilt(one, rows, by_id), answers, took, closing)
-                elif kind == "raised":
-                    yield _ended_early(one, selected, seed, f"it raised {payload}")
-                else:
-                    yield _ended_early(one, selected, seed, f"exit status {process.exitcode}")
+                parts[index].append((kind, payload))
+                if len(parts[index]) == shards:
+                    yield _joined(loaded[index], parts.pop(index), selected, seed, by_id, order)
     finally:
         _WORK = None
-        for left, _ in running.values():  # interrupted: no worker outlives the run
+        for left, _, _ in running.values():  # interrupted: no worker outlives the run
             left.terminate()
             left.join()
+
+
+def _joined(
+    one: Loaded,
+    parts: list[tuple[str, object]],
+    selected: Sequence[Check],
+    seed: int,
+    by_id: dict[str, Check],
+    order: dict[str, int],
+) -> HarnessRun:
+    """A harness's run from its shards' reports: any shard that did not report makes the
+    whole harness's run an error (its checks were not all run)."""
+    for kind, payload in parts:
+        if kind == "raised":
+            return _ended_early(one, selected, seed, f"it raised {payload}")
+        if kind == "died":
+            return _ended_early(one, selected, seed, str(payload))
+    rows: list[Row] = []
+    answers: Answers | None = None
+    took, closings = 0.0, []
+    for _, payload in parts:
+        shard_rows, shard_answers, shard_took, closing = cast(ShardReport, payload)
+        rows += shard_rows
+        answers = shard_answers if shard_answers is not None else answers
+        took = max(took, shard_took)
+        if closing:
+            closings.append(closing)
+    rows.sort(key=lambda row: order[row[0]])
+    assert answers is not None, "shard 0 gives the capability answers"
+    return HarnessRun(one, _rebuilt(one, rows, by_id), answers, took, "; ".join(closings))
 
 
 __all__ = ["HarnessRun", "run_side_by_side"]

@@ -461,6 +461,40 @@ def test_jobs_runs_harnesses_side_by_side_with_the_same_results(
     assert matrix[0] == matrix[1]
 
 
+def test_shards_deal_a_harness_s_checks_over_instances_with_the_same_results(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Each check's result does not depend on the instance that ran it: dealt over 3
+    instances (and 2 processes at once), the reports are the serial run's, each harness
+    printed once, its checks in the run's order."""
+    harnesses = ["--harness", "memory-slurm", "--harness", f"{HERE}:broken_harness"]
+    serial = cli(capsys, "run", *harnesses, "--report-dir", str(tmp_path / "1"))
+    dealt = cli(
+        capsys, "run", *harnesses, "--shards", "3", "--jobs", "2",
+        "--report-dir", str(tmp_path / "2"),
+    )  # fmt: skip
+    assert serial[0] == dealt[0] == 1
+    assert _results(tmp_path / "1") == _results(tmp_path / "2")
+    assert "each dealt over 3 instances, 2 at once" in dealt[1].splitlines()[0]
+    lines = dealt[1].splitlines()
+    assert lines.count("memory-slurm") == 1 and lines.count("broken") == 1
+    assert dealt[1].splitlines()[-1] == serial[1].splitlines()[-1]
+    matrix = [(tmp_path / d / "matrix.md").read_text() for d in ("1", "2")]
+    assert matrix[0] == matrix[1]
+
+
+def test_a_shard_that_dies_makes_its_whole_harness_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, _ = cli(
+        capsys, "run", "--harness", TOY, "--harness", f"{HERE}:dying_harness",
+        "--shards", "2", "--check", "CAP-00", "--report-dir", str(tmp_path),
+    )  # fmt: skip
+    assert code == 3
+    assert {(h, o) for h, _, o, _ in _results(tmp_path)} == {("toy", "passed"), ("dying", "error")}
+    assert "the process running harness dying ended early" in out
+
+
 def test_a_worker_leaves_no_scratch_of_its_harness_behind(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -63,8 +63,7 @@ def test_the_default_knobs_make_ids_purges_requeues_and_node_loss_quick() -> Non
         "--cred-expire", "5",
         "--cpus", "4",
         "--sched-interval", "5",
-        "--slurmd-timeout", "2",
-        "--message-timeout", "3",
+        "--slurmd-timeout", "5",
         "--tcp-timeout", "1",
     ]  # fmt: skip
 
@@ -484,3 +483,21 @@ def test_a_run_without_an_engine_skips_and_exits_0(
     skipped = [line.strip() for line in out.splitlines() if line.strip().startswith("skipped:")]
     assert len(skipped) == len(checks("smoke"))
     assert set(skipped) == {f"skipped: {PREFIX}{no_engine}"}
+
+
+def test_a_made_up_cluster_name_is_made_again_in_a_forked_process() -> None:
+    """Dealt over processes (--shards), each instance makes a cluster with names of its own."""
+    made, given = SlurmCluster(), SlurmCluster(name="given")
+    assert made.name_for_this_process() == made.name  # the process that made it keeps it
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child answers through the pipe, then leaves at once
+        names = [made.name_for_this_process(), made.name_for_this_process()]
+        os.write(write, " ".join([*names, given.name_for_this_process()]).encode())
+        os._exit(0)
+    os.waitpid(child, 0)
+    os.close(write)
+    first, again, kept = os.read(read, 200).decode().split()
+    os.close(read)
+    assert first == again != made.name and first.startswith("dispatch-slurm-")
+    assert kept == "given"

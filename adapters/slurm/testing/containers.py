@@ -152,10 +152,12 @@ class Knobs:
     cred_expire: int | None = 5
     cpus: int | None = 4
     sched_interval: int | None = 5
-    slurmd_timeout: int | None = 2
-    message_timeout: int | None = 3
+    slurmd_timeout: int | None = 5
+    message_timeout: int | None = None
     tcp_timeout: int | None = 1
-    """Node loss: DOWN about 10 s after a node's container stops (docker-engine.md §8.5)."""
+    """Node loss: DOWN about 15 s after a node's container stops (docker-engine.md §8.5: the
+    address gone, TCPTimeout bounds it). SlurmdTimeout 5 and the default MessageTimeout (10)
+    leave room for a loaded machine: a node that merely answers late is not lost."""
 
     def __post_init__(self) -> None:
         for field in (
@@ -334,6 +336,10 @@ def wait_until_up(
         raise ContainerNotReady(f"{why}; its log ends:\n{_tail(logs)}")
 
 
+def _new_name() -> str:
+    return f"dispatch-slurm-{uuid.uuid4().hex[:8]}"
+
+
 def _owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -396,7 +402,11 @@ class SlurmCluster:
     ) -> None:
         self.knobs = knobs if knobs is not None else Knobs()
         self.nodes = nodes
-        self.name = name if name is not None else f"dispatch-slurm-{uuid.uuid4().hex[:8]}"
+        self.named = name is not None
+        """Whether the name was given: a made-up one is made again in a forked process (a
+        harness dealt over several processes makes one cluster in each)."""
+        self._made_in = os.getpid()
+        self.name = name if name is not None else _new_name()
         if not self.name or self.name.startswith("-") or not self.name.replace("-", "").isalnum():
             raise ValueError(f"{self.name!r} is not a cluster name")
         self.bound = bound
@@ -411,6 +421,12 @@ class SlurmCluster:
         """Seconds of each step of the last start: image, network, nodes, head, idle."""
 
     # -- names -------------------------------------------------------------------------------------
+
+    def name_for_this_process(self) -> str:
+        """The cluster's name, made again when it was made up in another process (a fork)."""
+        if not self.named and os.getpid() != self._made_in:
+            self.name, self._made_in = _new_name(), os.getpid()
+        return self.name
 
     def container_name(self, host: str) -> str:
         return f"{self.name}-{host}"
@@ -532,6 +548,7 @@ class SlurmCluster:
         Starting a started cluster does nothing."""
         if self.started:
             return self
+        self.name_for_this_process()
         docker = require("docker")
         errors = require("docker.errors")
         types = require("docker.types")
