@@ -58,13 +58,17 @@ mutation: $(STAMP)
 
 # A multi-node Slurm in containers (ci/docker-up.sh starts the engine): the cluster's own tests
 # (a job across nodes, SSH, real node loss, cleanup), then the suite on slurm-containers
-# (docker exec) beside slurm-containers-ssh (the adapter's SSH transport), one cluster each.
+# (docker exec) beside slurm-containers-ssh (the adapter's SSH transport), each dealt over two
+# clusters (--shards 2): four clusters at once, mostly waiting on their schedulers.
 # Without an engine everything skips with the reason, except under CI=true, where it fails.
 containers: $(STAMP)
 	$(BIN)/python -m pytest -m containers tests/containers
-	$(BIN)/dispatch-conformance run --harness slurm-containers --harness slurm-containers-ssh --jobs 2 --report-dir reports/slurm-containers
+	$(BIN)/dispatch-conformance run --harness slurm-containers --harness slurm-containers-ssh --shards 2 --jobs 4 --report-dir reports/slurm-containers
 
-test: lint typecheck unit slurm-local containers
+# The real clusters' suites side by side: each mostly waits on its own scheduler (the host's
+# Slurm, the clusters in containers), and each target's output is printed whole when it ends.
+test: lint typecheck unit
+	$(MAKE) --no-print-directory -j2 --output-sync=target slurm-local containers
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

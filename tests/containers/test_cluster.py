@@ -11,6 +11,7 @@ real cluster's: there is no virtual clock on the other side of ``docker exec``.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -87,6 +88,20 @@ def test_a_two_node_job_runs_a_rank_in_each_node_container(cluster: SlurmCluster
         "-o", "/shared/hosts-%j", "--wrap", "srun hostname",
     ).strip()  # fmt: skip
     assert sorted(run(head, "cat", f"/shared/hosts-{job}").split()) == ["node1", "node2"]
+
+
+def test_the_cluster_s_secrets_are_its_own_and_private(cluster: SlurmCluster) -> None:
+    assert cluster.secrets is not None
+    for path, mode in (
+        (cluster.secrets, 0o700),
+        (cluster.secrets / "munge.key", 0o600),
+        (cluster.secrets / "id_ed25519", 0o600),
+    ):
+        assert path.stat().st_mode & 0o777 == mode, path
+    head = cluster.exec_transport()
+    inside = run(head, "sha256sum", "/etc/munge/munge.key").split()[0]
+    assert inside == hashlib.sha256((cluster.secrets / "munge.key").read_bytes()).hexdigest()
+    assert run(head, "stat", "-c", "%U %a", "/etc/munge/munge.key").split() == ["munge", "400"]
 
 
 def test_the_ssh_transport_reaches_the_head_and_checks_its_host_key(

@@ -506,8 +506,9 @@ class SlurmCluster:
         """The munge key and the ssh key of this cluster, in a 0700 directory of this host
         (mounted read-only at /cluster); the shared directory every container mounts."""
         self.secrets = Path(tempfile.mkdtemp(prefix="dispatch-cluster-"))
-        (self.secrets / "munge.key").write_bytes(os.urandom(1024))
-        (self.secrets / "munge.key").chmod(0o644)  # installed 0400 munge:munge inside
+        munge_key = self.secrets / "munge.key"
+        munge_key.touch(mode=0o600)  # installed 0400 munge:munge inside, by the container's root
+        munge_key.write_bytes(os.urandom(1024))
         key = self.secrets / "id_ed25519"
         if shutil.which("ssh-keygen") is not None:
             subprocess.run(
@@ -518,7 +519,7 @@ class SlurmCluster:
             (self.secrets / "authorized_keys").write_bytes(key.with_suffix(".pub").read_bytes())
         else:
             (self.secrets / "authorized_keys").write_bytes(b"")
-        os.chmod(self.secrets, 0o755)  # the containers' root reads it; the key files stay 0600
+        # The directory stays 0700 (mkdtemp's): the containers' root reads it all the same.
         self.shared = Path(tempfile.mkdtemp(prefix="dispatch-shared-"))
         os.chmod(self.shared, 0o1777)
 
