@@ -61,9 +61,13 @@ mutation: $(STAMP)
 # (docker exec) beside slurm-containers-ssh (the adapter's SSH transport), each dealt over two
 # clusters (--shards 2): four clusters at once, mostly waiting on their schedulers.
 # Without an engine everything skips with the reason, except under CI=true, where it fails.
+CONTAINER_TESTS = $(BIN)/python -m pytest -m containers tests/containers
+CONTAINER_SUITES = $(BIN)/dispatch-conformance run --harness slurm-containers --harness slurm-containers-ssh --shards 2 --jobs 4 --report-dir reports/slurm-containers
 containers: $(STAMP)
-	$(BIN)/python -m pytest -m containers tests/containers
-	$(BIN)/dispatch-conformance run --harness slurm-containers --harness slurm-containers-ssh --shards 2 --jobs 4 --report-dir reports/slurm-containers
+	@echo '$(CONTAINER_TESTS)'; t=$$(date +%s); $(CONTAINER_TESTS); rc=$$?; \
+	echo "containers: the cluster's tests took $$(($$(date +%s) - t)) s"; exit $$rc
+	@echo '$(CONTAINER_SUITES)'; t=$$(date +%s); $(CONTAINER_SUITES); rc=$$?; \
+	echo "containers: the suites took $$(($$(date +%s) - t)) s"; exit $$rc
 
 # The real clusters' suites side by side: each mostly waits on its own scheduler (the host's
 # Slurm, the clusters in containers), and each target's output is printed whole when it ends.

@@ -443,6 +443,10 @@ def lost_hold_and_release_replies(ctx: Context) -> None:
         ) from None
     fired(ctx, "lose_next_reply(hold)", f"hold({ref.id})")
     seen = look(ctx, ref, "after the hold whose reply was lost")
+    if number is None and (seen.state is State.RUNNING or seen.state.ended):
+        # The command ran, but on a real scheduler the object may have started first: then
+        # the hold was refused, which the lost reply hid from the adapter and the check alike.
+        raise Skip("the scheduler started the object before its hold landed")
     ctx.expect(
         seen.state is State.HELD and seen.hold is not None,
         f"the hold of {ref.id} took effect and its reply was lost, yet open shows {visible(seen)}",

@@ -186,7 +186,7 @@ def test_stop_leaves_nothing_and_a_killed_process_is_reaped(tmp_path: Path) -> N
     assert sorted(left) == sorted(
         [f"container {name}-{h}" for h in ("head", "node1", "node2")] + [f"network {name}"]
     )
-    assert sorted(reap(client)) == sorted(left)
+    assert set(left) <= set(reap(client))  # and any other dead process's cluster
     assert leftovers(client, name) == []
     client.close()
 

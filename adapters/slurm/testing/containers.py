@@ -155,9 +155,10 @@ class Knobs:
     slurmd_timeout: int | None = 5
     message_timeout: int | None = None
     tcp_timeout: int | None = 1
-    """Node loss: DOWN about 15 s after a node's container stops (docker-engine.md §8.5: the
-    address gone, TCPTimeout bounds it). SlurmdTimeout 5 and the default MessageTimeout (10)
-    leave room for a loaded machine: a node that merely answers late is not lost."""
+    """Node loss: the job NODE_FAIL 26 s after its node's container stops (measured:
+    benchmarks/containers.py; docker-engine.md §8.5 saw 15 s with MessageTimeout 3). SlurmdTimeout
+    5 and the default MessageTimeout (10) leave room for a loaded machine: a node that merely
+    answers late is not lost."""
 
     def __post_init__(self) -> None:
         for field in (
