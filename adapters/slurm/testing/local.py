@@ -1,5 +1,5 @@
 """The Slurm adapter on a real Slurm: the ``slurm-local`` harness (and, through another
-transport, ``slurm-container``).
+transport, ``slurm-containers``).
 
 :class:`SlurmLocalHarness` reaches the cluster through a transport (this machine's commands by
 default, SSH or ``docker exec`` as well): the adapter's own calls go through :class:`LocalSlurm`,
