@@ -95,9 +95,7 @@ def cluster_and_losses(losses: int) -> None:
                 time.sleep(0.25)
             took.append(time.perf_counter() - lost)
             back = time.perf_counter()
-            cluster.bring_back("node2")
-            while head.run(["sinfo", "-h", "-n", "node2", "-o", "%T"]).stdout.strip() != "idle":
-                time.sleep(0.25)
+            cluster.bring_back("node2")  # returns once node2 is back in the partition
             timed("node2 back in the partition", time.perf_counter() - back)
         timed(
             f"node loss to NODE_FAIL (median of {losses})",

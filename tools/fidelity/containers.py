@@ -7,12 +7,10 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 
-from adapters.slurm.testing.containers import HEAD, SHARED_DIR, SlurmCluster
+from adapters.slurm.testing.containers import HEAD, SHARED_DIR, ContainerNotReady, SlurmCluster
 from dispatch_core import Clock
 from tools.fidelity.cluster import FidelityError
 from tools.fidelity.targets import RealSlurm
-
-UP_STATES = ("idle", "mixed", "allocated")
 
 
 class ClusterSlurm(RealSlurm):
@@ -28,12 +26,10 @@ class ClusterSlurm(RealSlurm):
         timeout: float = 60.0,
         busy_bound: float = 180.0,
         clock: Clock | None = None,
-        node_bound: float = 90.0,
     ) -> None:
         super().__init__(timeout, busy_bound, clock)
         shutil.rmtree(self.scratch, ignore_errors=True)  # the head's, not this host's
         self.cluster = cluster
-        self.node_bound = node_bound
         self.transport = cluster.exec_transport()
         made = self.transport.run(["mktemp", "-d", f"{SHARED_DIR}/fid-XXXXXX"], timeout=timeout)
         if made.returncode != 0:
@@ -61,19 +57,19 @@ class ClusterSlurm(RealSlurm):
     def lose_node(self, node: str) -> None:
         """Stop the node's container; return once slurmctld has marked it down."""
         self.cluster.lose(node)
-        self._until(node, lambda state: state.startswith("down"), "marked down")
+        self._node(lambda: self.cluster.await_node(node, _down, "marked down"))
 
     def bring_back(self, node: str) -> None:
         """Start the node's container again; return once it is back in the partition."""
-        self.cluster.bring_back(node)
-        self._until(node, lambda state: state in UP_STATES, "back in the partition")
+        self._node(lambda: self.cluster.bring_back(node))
 
-    def _until(self, node: str, ready: Callable[[str], bool], what: str) -> None:
-        began = self.now()
-        while True:
-            state = self.command(["sinfo", "-h", "-n", node, "-o", "%T"], None).stdout.strip()
-            if ready(state):
-                return
-            if self.now() - began > self.node_bound:
-                raise FidelityError(f"{node} was not {what} within {self.node_bound:g} s")
-            self.pause(0.25)
+    @staticmethod
+    def _node(act: Callable[[], None]) -> None:
+        try:
+            act()
+        except ContainerNotReady as error:
+            raise FidelityError(str(error).splitlines()[0]) from None
+
+
+def _down(state: str) -> bool:
+    return state.startswith("down")

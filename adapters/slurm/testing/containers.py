@@ -317,14 +317,16 @@ def wait_until_up(
     bound: float,
     clock: Clock,
     interval: float = 0.5,
+    seen: int = 0,
 ) -> None:
-    """Return once a container's logs hold ``line``; raise :class:`ContainerNotReady`, with the
-    end of the logs, when the container has ended (``status`` says ``exited`` or ``dead``) or
-    ``bound`` seconds of ``clock`` have passed."""
+    """Return once a container's logs hold ``line`` more than ``seen`` times (a container
+    started again prints it once more); raise :class:`ContainerNotReady`, with the end of the
+    logs, when the container has ended (``status`` says ``exited`` or ``dead``) or ``bound``
+    seconds of ``clock`` have passed."""
     deadline = clock.now() + bound
     while True:
         logs = read_logs()
-        if line in (text.strip() for text in logs.splitlines()):
+        if ready_count(logs, line) > seen:
             return
         state = status()
         if state in ("exited", "dead"):
@@ -335,6 +337,15 @@ def wait_until_up(
             pause(clock, interval)
             continue
         raise ContainerNotReady(f"{why}; its log ends:\n{_tail(logs)}")
+
+
+def ready_count(logs: str, line: str) -> int:
+    """How many times ``line`` stands alone on a line of ``logs``."""
+    return sum(1 for text in logs.splitlines() if text.strip() == line)
+
+
+UP_STATES: Final = frozenset({"idle", "mixed", "allocated"})
+"""sinfo's states of a node back in the partition."""
 
 
 def _new_name() -> str:
@@ -606,14 +617,15 @@ class SlurmCluster:
 
     def _wait_line(self, host: str, line: str, seen: int = 0) -> None:
         """Wait until ``line`` is in ``host``'s log more than ``seen`` times."""
-
-        def logs() -> str:
-            text = self.logs(host)
-            lines = [entry for entry in text.splitlines() if entry.strip() == line]
-            return text if len(lines) > seen else text.replace(line, "")
-
         try:
-            wait_until_up(logs, lambda: self.status(host), line, bound=self.bound, clock=self.clock)
+            wait_until_up(
+                lambda: self.logs(host),
+                lambda: self.status(host),
+                line,
+                bound=self.bound,
+                clock=self.clock,
+                seen=seen,
+            )
         except ContainerNotReady as error:
             raise ContainerNotReady(f"{host} of cluster {self.name}: {error}") from None
 
@@ -641,13 +653,30 @@ class SlurmCluster:
         self._wrapped(host).stop(timeout=0)
 
     def bring_back(self, host: str) -> None:
-        """Start a lost node's container again; returns once its slurmd runs (its entrypoint
-        printed its line once more)."""
-        seen = sum(
-            1 for line in self.logs(host).splitlines() if line.strip() == ready_line("node", host)
-        )
+        """Start a lost node's container again; returns once it is back in the partition (its
+        entrypoint printed its line once more, and slurmctld shows it up)."""
+        line = ready_line("node", host)
+        seen = ready_count(self.logs(host), line)
         self._wrapped(host).start()
-        self._wait_line(host, ready_line("node", host), seen)
+        self._wait_line(host, line, seen)
+        self.await_node(host, lambda state: state in UP_STATES, "back in the partition")
+
+    def node_state(self, host: str) -> str:
+        """sinfo's state of node ``host``, asked on the head (``down*`` for a lost one)."""
+        code, out = self._wrapped(HEAD).exec_run(["sinfo", "-h", "-n", host, "-o", "%T"])
+        return out.decode(errors="replace").strip() if code == 0 else ""
+
+    def await_node(self, host: str, ready: Callable[[str], bool], what: str) -> None:
+        """Poll :meth:`node_state` until ``ready``; :class:`ContainerNotReady` after
+        :attr:`bound` seconds, saying ``what`` did not happen."""
+        deadline = self.clock.now() + self.bound
+        while not ready(state := self.node_state(host)):
+            if self.clock.now() >= deadline:
+                raise ContainerNotReady(
+                    f"{host} of cluster {self.name} was not {what} within {self.bound:.0f} s "
+                    f"(sinfo: {state or 'no answer'})"
+                )
+            pause(self.clock, 0.25)
 
     # -- teardown --------------------------------------------------------------------------------
 
@@ -869,18 +898,10 @@ class ContainerFaults(LocalFaults):
                     f"lose_node (job {ref.id} still ran {bound:.0f} s after {node} was lost)"
                 )
         finally:
-            cluster.bring_back(node)
-            self._await_node(node)
-
-    def _await_node(self, node: str) -> None:
-        waited = 0.0
-        while waited < self.harness.node_loss_bound:
-            state = self._run("sinfo", "-h", "-n", node, "-o", "%T").stdout.strip()
-            if state in ("idle", "mixed", "allocated"):
-                return
-            pause(self.clock, 0.5)
-            waited += 0.5
-        raise CannotInject(f"lose_node ({node} was not back in the partition after its loss)")
+            try:
+                cluster.bring_back(node)
+            except ContainerNotReady as error:
+                raise CannotInject(f"lose_node ({_first_line(str(error))})") from None
 
 
 class SlurmContainersHarness(SlurmLocalHarness):
@@ -896,7 +917,8 @@ class SlurmContainersHarness(SlurmLocalHarness):
     refused = CONTAINERS_REFUSED
     scratch_root = SHARED_DIR
     node_loss_bound = 90.0
-    """Seconds a lost node may take to end its job, and to come back."""
+    """Seconds a lost node may take to end (or requeue) its job; coming back is bounded by the
+    cluster's own ``bound``."""
 
     def __init__(
         self,
@@ -978,6 +1000,7 @@ __all__ = [
     "CLUSTER_LABEL",
     "INSTALL_HINT",
     "PACKAGES",
+    "UP_STATES",
     "ClusterTransport",
     "ContainerFaults",
     "ContainerNotReady",
@@ -995,6 +1018,7 @@ __all__ = [
     "engine_problem",
     "image_tag",
     "leftovers",
+    "ready_count",
     "ready_line",
     "reap",
     "require",
