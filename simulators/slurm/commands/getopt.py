@@ -61,15 +61,28 @@ class Parsed:
     options: list[tuple[str, str | None]] = field(default_factory=list)
     operands: list[str] = field(default_factory=list)
     error: UsageError | None = None
+    _last: dict[str, str | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _indexed: int = field(default=0, init=False, repr=False, compare=False)
+
+    def _index(self) -> dict[str, str | None]:
+        """Each key's last value, brought up to date with the options appended since."""
+        options = self.options
+        if self._indexed != len(options):
+            if self._indexed > len(options):
+                self._last.clear()
+                self._indexed = 0
+            for name, value in options[self._indexed :]:
+                self._last[name] = value
+            self._indexed = len(options)
+        return self._last
 
     def last(self, key: str) -> str | None:
-        for name, value in reversed(self.options):
-            if name == key:
-                return value
-        return None
+        return self._index().get(key)
 
     def has(self, key: str) -> bool:
-        return any(name == key for name, _ in self.options)
+        return key in self._index()
 
     def all(self, key: str) -> list[str | None]:
         return [value for name, value in self.options if name == key]

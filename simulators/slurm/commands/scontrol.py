@@ -15,7 +15,7 @@ prompt, as readline does when stdin is no terminal, until the end of input or ``
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from simulators.slurm.commands.common import strtol
 from simulators.slurm.commands.getopt import Opt, parse, refuse
@@ -242,10 +242,38 @@ def same(text: str, word: str, length: int) -> bool:
     return (text.lower() + pad)[:length] == (word.lower() + pad)[:length]
 
 
+_Row = TypeVar("_Row", tuple[str, int], tuple[str, int, bool])
+_BY_LETTER: dict[int, tuple[object, dict[str, tuple[Any, ...]]]] = {}
+"""Each table's rows by the lowered first letter of their word, in table order (the tables
+are module constants, never changed)."""
+
+
+def _candidates(text: str, table: tuple[_Row, ...]) -> tuple[_Row, ...]:
+    """The rows of ``table`` (a word, its least length >= 1, ...) that ``same(text, word, n)``
+    can match for any n >= 1, in table order: for an ASCII ``text``, those whose word begins
+    with its first letter in any case (what the first compared character requires); else
+    every row (the case-blind compare of other text is left to :func:`same`)."""
+    if not text or not text.isascii():
+        return table
+    found = _BY_LETTER.get(id(table))
+    if found is None or found[0] is not table:
+        index: dict[str, list[_Row]] = {}
+        for row in table:
+            if row[1] < 1 or not row[0].isascii():
+                raise ValueError(f"a row the first letter cannot index: {row}")
+            index.setdefault(row[0][0].lower(), []).append(row)
+        found = _BY_LETTER[id(table)] = (table, {k: tuple(v) for k, v in index.items()})
+    rows: tuple[_Row, ...] = found[1].get(text[0].lower(), ())
+    return rows
+
+
 def _match(text: str, size: int, words: tuple[tuple[str, int], ...]) -> str | None:
     """The first of ``words`` for which ``xstrncasecmp(text, word, MAX(size, least))`` is 0
     (``size``: the length of the tag in ``text``, which may go on with ``=value``)."""
-    return next((word for word, least in words if same(text, word, max(size, least))), None)
+    return next(
+        (word for word, least in _candidates(text, words) if same(text, word, max(size, least))),
+        None,
+    )
 
 
 @command(PROG)
@@ -305,7 +333,11 @@ class _Session:
             return
         tag = words[0]
         keyword = next(
-            (kw for kw, n, exact in KEYWORDS if same(tag, kw, n if exact else max(len(tag), n))),
+            (
+                kw
+                for kw, n, exact in _candidates(tag, KEYWORDS)
+                if same(tag, kw, n if exact else max(len(tag), n))
+            ),
             None,
         )
         if keyword is None:
