@@ -23,7 +23,9 @@ it only with scripts you trust, in a scratch directory.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import select
 import shutil
 import signal
 import stat
@@ -285,22 +287,22 @@ class ExecuteMode:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
-        return Running(process, (out, err), scratch, time.monotonic())
+        return Running(process, (out, err), scratch, time.monotonic(), ExitWatch(process))
 
     @staticmethod
     def _reap(running: Running, timeout: float | None) -> int | None:
         """The exit status once the script ends (within ``timeout`` real seconds), else None.
         A script killed by a signal reports 128 + its number, as a shell would."""
-        try:
-            status = running.process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            if timeout is not None and timeout >= 2.0:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(running.process.pid, signal.SIGKILL)
-                running.process.wait()
-                status = -signal.SIGKILL
-            else:
-                return None
+        if timeout is None or running.exit.wait(timeout):
+            status = running.process.wait()
+        elif timeout >= 2.0:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(running.process.pid, signal.SIGKILL)
+            running.process.wait()
+            status = -signal.SIGKILL
+        else:
+            return None
+        running.exit.close()
         for handle in set(running.files):
             handle.close()
         shutil.rmtree(running.scratch, ignore_errors=True)
@@ -316,6 +318,48 @@ class Running:
     files: tuple[IO[str], IO[str]]
     scratch: Path
     started: float
+    exit: ExitWatch
+
+
+class ExitWatch:
+    """Waits for a process to end, and wakes the moment it does: on a pidfd (Linux 5.3+),
+    which becomes readable when the process exits; elsewhere by polling, as
+    ``Popen.wait(timeout)`` does (its sleeps, up to 50 ms each, would be most of the time a
+    short script takes). It never reaps: the exit status stays for ``Popen.wait``."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self._poll: select.poll | None = None
+        fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):
+            fd = os.pidfd_open(process.pid)
+            self._poll = select.poll()
+            self._poll.register(fd, select.POLLIN)
+        self._release = weakref.finalize(self, _close_fd, fd)  # runs once, whoever calls it
+
+    def wait(self, timeout: float) -> bool:
+        """Whether the process has ended, waiting up to ``timeout`` real seconds for it."""
+        if self._poll is None:
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        if self.process.returncode is not None:
+            return True
+        return bool(self._poll.poll(max(0, math.ceil(timeout * 1000))))
+
+    def close(self) -> None:
+        """Release the pidfd now (otherwise when the watch is collected); waiting after
+        this polls."""
+        self._poll = None
+        self._release()
+
+
+def _close_fd(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 _Running = Running

@@ -195,13 +195,12 @@ class HarnessExecute(ExecuteMode):
         ranks = self.recorded[-1].directory
         deadline = time.monotonic() + START_BOUND
         recorded_at: float | None = None
-        while running.process.poll() is None:
+        while not running.exit.wait(0.002):  # wakes the moment the script ends
             now = time.monotonic()
             if recorded_at is None and sum(1 for _ in ranks.glob("*.env")) >= tasks:
                 recorded_at = now
             if now >= deadline or (recorded_at is not None and now - recorded_at > COMMAND_GRACE):
                 return False
-            time.sleep(0.002)
         return True
 
 
