@@ -475,10 +475,14 @@ class Host:
 
 class LocalHost(Host):
     """This machine's filesystem: for a target whose jobs run here (a simulator, the memory
-    adapter, a real cluster whose login node this is)."""
+    adapter, a real cluster whose login node this is). Scratch directories are made in
+    ``root``, by default the temp directory."""
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root
 
     def scratch_dir(self) -> str:
-        return tempfile.mkdtemp(prefix="dispatch-conformance-")
+        return tempfile.mkdtemp(prefix="dispatch-conformance-", dir=self.root)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(path)

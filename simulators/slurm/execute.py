@@ -80,7 +80,9 @@ exit $status
 
 
 class ExecuteMode:
-    """Run every started job's script for real. Attach with ``ExecuteMode(sim)``."""
+    """Run every started job's script for real. Attach with ``ExecuteMode(sim)``. Each
+    script is written to a directory of its own, made in ``scratch_root`` (by default the temp
+    directory) and removed once the script is reaped."""
 
     def __init__(
         self,
@@ -89,14 +91,16 @@ class ExecuteMode:
         default_run: int = 1,
         settle: float = 0.5,
         rank_env_dir: str | os.PathLike[str] | None = None,
+        scratch_root: str | os.PathLike[str] | None = None,
     ) -> None:
         self.sim = sim
+        self.scratch_root = scratch_root
         self.rank_env_dir = Path(rank_env_dir) if rank_env_dir is not None else None
         self.recorded: list[RankRecord] = []  # one per execution, with rank_env_dir
         self.settle = settle
         self.timeout = timeout
         self.default_run = default_run
-        self.bin_dir = Path(tempfile.mkdtemp(prefix="dispatch-srun-"))
+        self.bin_dir = Path(tempfile.mkdtemp(prefix="dispatch-srun-", dir=scratch_root))
         weakref.finalize(self, shutil.rmtree, self.bin_dir, ignore_errors=True)
         srun = self.bin_dir / "srun"
         srun.write_text(SRUN)
@@ -258,7 +262,7 @@ class ExecuteMode:
             Path(expand_path(sub.stderr, job, sub.work_dir)) if sub.stderr else stdout_path
         )
         mode = "a" if sub.open_mode == "append" else "w"
-        scratch = Path(tempfile.mkdtemp(prefix="dispatch-job-"))
+        scratch = Path(tempfile.mkdtemp(prefix="dispatch-job-", dir=self.scratch_root))
         script = scratch / f"slurm_script.{job.job_id}"
         script.write_text(sub.script)
         script.chmod(0o700)

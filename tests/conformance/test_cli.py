@@ -503,6 +503,7 @@ def test_a_worker_leaves_no_scratch_of_its_harness_behind(
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    monkeypatch.setenv("DISPATCH_SIM_SCRATCH", str(scratch))  # not /dev/shm: count them here
     code, _, err = cli(
         capsys,
         "run",

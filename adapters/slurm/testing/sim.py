@@ -72,6 +72,24 @@ from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected, VirtualClo
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
 from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode, Running
 
+SCRATCH_ENV: Final = "DISPATCH_SIM_SCRATCH"
+"""Names the directory the simulated clusters keep their files in (see :func:`scratch_root`)."""
+
+
+def scratch_root() -> str | None:
+    """Where a simulated cluster makes its files (its scripts, its tasks' environments, the
+    checks' scratch directories): ``$DISPATCH_SIM_SCRATCH`` when set; else ``/dev/shm`` when it
+    is a directory we may write (a tmpfs: a directory made and removed there costs about a
+    tenth of what it costs on a disk, and a suite makes and removes thousands); else None, the
+    temp directory."""
+    chosen = os.environ.get(SCRATCH_ENV)
+    if chosen:
+        return chosen
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK):
+        return "/dev/shm"
+    return None
+
+
 FOREVER: Final = 100_000_000
 """Virtual seconds a started job's command runs: until a fault (finish, stop, ...) ends it."""
 LET_RUN_BOUND: Final = 900
@@ -157,8 +175,10 @@ class HarnessExecute(ExecuteMode):
     its time limit ends it, whatever its command does, its ``--signal`` included
     (:meth:`on_signal`)."""
 
-    def __init__(self, sim: SlurmSim, rank_env_dir: Path) -> None:
-        super().__init__(sim, default_run=FOREVER, rank_env_dir=rank_env_dir)
+    def __init__(self, sim: SlurmSim, rank_env_dir: Path, scratch_root: str | None) -> None:
+        super().__init__(
+            sim, default_run=FOREVER, rank_env_dir=rank_env_dir, scratch_root=scratch_root
+        )
         weakref.finalize(self, _kill_all, self.running)
 
     def on_start(self, job: Job) -> None:
@@ -245,11 +265,12 @@ class SimCluster:
         self.cut: list[str] = []  # operations whose last call times out before its effect
         # (operation, what the scheduler does to the job named just before its first call)
         self.raced: list[tuple[str, Callable[[int], None]]] = []
-        self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-"))
+        self.root = scratch_root()
+        self.scratch = Path(tempfile.mkdtemp(prefix="dispatch-slurm-sim-", dir=self.root))
         weakref.finalize(self, shutil.rmtree, self.scratch, ignore_errors=True)
         # The cluster reads about the wall time: find bounds sacct by the job id's ULID time.
         self.sim = SlurmSim(config, clock=VirtualClock(int(time.time())))
-        self.execute = HarnessExecute(self.sim, self.scratch / "ranks")
+        self.execute = HarnessExecute(self.sim, self.scratch / "ranks", self.root)
         self.env = {
             "PWD": str(self.scratch),
             "HOME": str(self.scratch),
@@ -698,8 +719,9 @@ class SlurmSimHarness(Harness[SlurmBackend]):
         return sim_cluster(backend).executions(ref)
 
     def host(self, backend: SlurmBackend) -> Host:
-        """This host's filesystem: the simulated jobs' scripts run here."""
-        return LocalHost()
+        """This host's filesystem: the simulated jobs' scripts run here (the checks' scratch
+        directories beside the cluster's files, in :func:`scratch_root`)."""
+        return LocalHost(sim_cluster(backend).root)
 
     def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
         return slurm_pre_termination_spec(spec, lead, limit)
