@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -121,34 +122,61 @@ _VALID_STATES: Final = ",".join(name for name, _ in BASE_STATES + FLAG_STATES)
 # -- the job as squeue receives it (pack_job) -----------------------------------------------------
 
 
-@dataclass(frozen=True)
+_NO_FLAGS: Final[frozenset[str]] = frozenset()
+_COMPLETING: Final = frozenset({"COMPLETING"})
+_SPECIAL_EXIT: Final = frozenset({"SPECIAL_EXIT"})
+_REQUEUED: Final = frozenset({"REQUEUED"})
+_REQUEUE_STATES: Final = (JobState.SPECIAL_EXIT, JobState.REQUEUED)
+
+
 class JobView:
-    """A job record as slurmctld packs it for squeue at ``now``."""
+    """A job record as slurmctld packs it for squeue at ``now``.
+
+    What every listing reads of it (its base state, flags, whether it is pending, its start
+    time) is computed once, here; the rest on each access. A view is made and read within one
+    command, while the job cannot change."""
+
+    __slots__ = ("base", "cluster", "flags", "job", "now", "pending", "start_time", "submit_host")
 
     job: Job
     now: int
     cluster: str
     submit_host: str
+    base: str
+    flags: frozenset[str]
+    pending: bool
+    start_time: int
 
-    @property
-    def base(self) -> str:
-        state = self.job.state
-        if state in (JobState.SPECIAL_EXIT, JobState.REQUEUED):
-            return "PENDING"
+    def __init__(self, job: Job, now: int, cluster: str, submit_host: str) -> None:
+        self.job = job
+        self.now = now
+        self.cluster = cluster
+        self.submit_host = submit_host
+        state = job.state
+        if state in _REQUEUE_STATES:
+            base = "PENDING"
+        elif state is JobState.COMPLETING:
+            base = "PENDING" if job.requeue_target is not None else "COMPLETED"
+        else:
+            base = str(state)
+        self.base = base
         if state is JobState.COMPLETING:
-            return "PENDING" if self.job.requeue_target is not None else "COMPLETED"
-        return str(state)
-
-    @property
-    def flags(self) -> frozenset[str]:
-        state = self.job.state
-        if state is JobState.COMPLETING:
-            return frozenset({"COMPLETING"})
-        if state is JobState.SPECIAL_EXIT:
-            return frozenset({"SPECIAL_EXIT"})
-        if state is JobState.REQUEUED:
-            return frozenset({"REQUEUED"})
-        return frozenset()
+            self.flags = _COMPLETING
+        elif state is JobState.SPECIAL_EXIT:
+            self.flags = _SPECIAL_EXIT
+        elif state is JobState.REQUEUED:
+            self.flags = _REQUEUED
+        else:
+            self.flags = _NO_FLAGS
+        self.pending = pending = base == "PENDING"
+        if not pending:
+            self.start_time = job.start_time
+        elif job.start_time:
+            self.start_time = max(job.start_time, now)
+        elif job.begin_time > now:
+            self.start_time = job.begin_time
+        else:
+            self.start_time = 0
 
     @property
     def state_name(self) -> str:
@@ -159,25 +187,10 @@ class JobView:
         return self.job.state.compact
 
     @property
-    def pending(self) -> bool:
-        return self.base == "PENDING"
-
-    @property
     def time_limit(self) -> int:
         """Minutes, or INFINITE (the lab partition has no limit)."""
         limit = self.job.time_limit
         return INFINITE if limit is None else limit
-
-    @property
-    def start_time(self) -> int:
-        job = self.job
-        if not self.pending:
-            return job.start_time
-        if job.start_time:
-            return max(job.start_time, self.now)
-        if job.begin_time > self.now:
-            return job.begin_time
-        return 0
 
     @property
     def end_time(self) -> int:
@@ -347,6 +360,14 @@ def _time(epoch: int, env: Mapping[str, str]) -> str:
     """``_print_time``: ``N/A`` for 0, else ``slurm_make_time_str`` (into a 32-byte buffer)."""
     if epoch == 0:
         return "N/A"
+    return _time_str(epoch, env.get("SLURM_TIME_FORMAT"))
+
+
+@functools.lru_cache(maxsize=4096)
+def _time_str(epoch: int, time_format: str | None) -> str:
+    """``slurm_make_time_str`` into a 32-byte buffer under ``SLURM_TIME_FORMAT`` (None: unset),
+    a pure function of its arguments, so computed once for each."""
+    env = {} if time_format is None else {"SLURM_TIME_FORMAT": time_format}
     return (
         format_time(epoch, env)
         .encode("utf-8", "surrogateescape")[:31]
@@ -354,8 +375,20 @@ def _time(epoch: int, env: Mapping[str, str]) -> str:
     )
 
 
+class _Const:
+    """A field whose value is the same for every job (rendered once per format)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+    def __call__(self, view: JobView, env: Mapping[str, str]) -> str | None:
+        return self.text
+
+
 def _const(text: str | None) -> ValueFn:
-    return lambda view, env: text
+    return _Const(text)
 
 
 def _reason(view: JobView, env: Mapping[str, str]) -> str:
@@ -841,6 +874,121 @@ def render_line(items: Sequence[Item], view: JobView | None, env: Mapping[str, s
     return b"".join(item.render(view, env) for item in items) + b"\n"
 
 
+# -- printing fast: a format compiled once into what prints a job's line --------------------------
+#
+# A job's line is built as one ``str`` and encoded once: with ``surrogateescape`` a string
+# encodes character by character, so encoding the concatenation gives the concatenation of
+# the encodings :func:`render_line` joins. Only a field with a width above 0 is padded and cut
+# by bytes; for an ASCII value bytes and characters are one, else :func:`print_str` does it
+# and its bytes are decoded back (``surrogateescape`` decodes any bytes to a string that
+# encodes to them again). tests/simulators/test_squeue_fast.py holds the reference printing
+# as the oracle of this one.
+
+FieldFn = Callable[[JobView, Mapping[str, str]], str]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A parsed format ready to print: its items (for the header), the error lines of the
+    parse, the text before the first field, and one function per field giving the field's
+    text followed by the literal text up to the next field."""
+
+    items: tuple[Item, ...]
+    errors: tuple[str, ...]
+    head: str
+    fields: tuple[FieldFn, ...]
+
+    def line(self, view: JobView, env: Mapping[str, str]) -> str:
+        """``render_line(self.items, view, env)``, decoded (newline included)."""
+        return self.head + "".join([field(view, env) for field in self.fields]) + "\n"
+
+
+def _decoded(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _field_fn(item: Item, tail: str) -> FieldFn | None:
+    """What prints ``item``'s value for a job, then ``tail``; None when the value is the same
+    for every job (then :func:`_literal` gives the text)."""
+    field = FIELDS[item.key]
+    value = field.value
+    if isinstance(value, _Const) and field.cut_when is None:
+        return None
+    width = max(-MAX_WIDTH, min(MAX_WIDTH, item.width))
+    if width == 0:
+
+        def bare(view: JobView, env: Mapping[str, str]) -> str:
+            text = value(view, env)
+            return ("(null)" if text is None else text) + tail
+
+        return bare
+    if width < 0:
+
+        def spaced(view: JobView, env: Mapping[str, str]) -> str:
+            text = value(view, env)
+            return ("(null)" if text is None else text) + " " + tail
+
+        return spaced
+    right = item.right
+    cut_when = field.cut_when
+    fixed_cut = field.cut
+
+    def padded(view: JobView, env: Mapping[str, str]) -> str:
+        text = value(view, env)
+        cut = fixed_cut if cut_when is None else cut_when(view)
+        if text is not None and text.isascii():
+            if not right:
+                return text[:width].ljust(width) + tail
+            text = text.rjust(width)
+            return (text[:width] if cut else text) + tail
+        return _decoded(print_str(text, width, right, cut)) + tail
+
+    return padded
+
+
+def _literal(item: Item) -> str:
+    """What ``item`` prints for every job, when that does not depend on the job."""
+    if item.kind != "field":
+        return item.suffix or ""
+    field = FIELDS[item.key]
+    assert isinstance(field.value, _Const)
+    text = field.value.text
+    return _decoded(print_str(text, item.width, item.right, field.cut)) + (item.suffix or "")
+
+
+def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
+    """``items`` (and their parse's ``errors``) ready to print jobs' lines."""
+    head = ""
+    kinds: list[tuple[Item, str]] = []  # each field printed per job, and the literal after it
+    for item in items:
+        if item.kind == "field" and _field_fn(item, "") is not None:
+            kinds.append((item, ""))
+            continue
+        text = _literal(item)
+        if kinds:
+            kinds[-1] = (kinds[-1][0], kinds[-1][1] + text)
+        else:
+            head += text
+    fields: list[FieldFn] = []
+    for item, text in kinds:
+        fn = _field_fn(item, (item.suffix or "") + text)
+        assert fn is not None
+        fields.append(fn)
+    return Compiled(tuple(items), tuple(errors), head, tuple(fields))
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_format(fmt: str) -> Compiled:
+    """``-o`` format ``fmt`` parsed and compiled (a pure function of it, so done once)."""
+    return compile_items(*parse_format(fmt))
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_long_format(fmt: str) -> Compiled:
+    """``-O`` format ``fmt`` parsed and compiled (a pure function of it, so done once)."""
+    return compile_items(*_parsed_long_format(fmt))
+
+
 # -- sorting (glibc qsort is a stable merge sort; tests/simulators/test_squeue_sort.py holds it,
 # with Slurm's comparators, and checks these sorts give its order) -------------------------------
 
@@ -964,29 +1112,28 @@ def _run(
         raise CommandExit(1)
     jobs = _load(sim, params, result)
     if params.format is not None:
-        items, errors = parse_format(params.format)
+        compiled = compiled_format(params.format)
     else:
         fmt = params.format_long
         if fmt is None:
             fmt = LONG_FORMAT if params.long_list else DEFAULT_FORMAT
-        items, errors = parse_long_format(fmt)
-    for line in errors:
+        compiled = compiled_long_format(fmt)
+    for line in compiled.errors:
         result.err(line)
     if not params.no_header:
-        out += render_line(items, None, env)
+        out += render_line(compiled.items, None, env)
     now = controller.now
     config = sim.config
-    views = [
-        JobView(job, now, config.cluster_name, config.submit_host)
-        for job in jobs
-        if _keep(job, params, now)
-    ]
+    cluster, submit_host = config.cluster_name, config.submit_host
+    views = [view for job in jobs if _keep(view := JobView(job, now, cluster, submit_host), params)]
     views, sort_error = sort_views(views, params.sort or DEFAULT_SORT)
     if sort_error is not None:
         result.err(sort_error)
         raise CommandExit(1)
-    for view in views:
-        out += render_line(items, view, env)
+    if views:
+        print_line = compiled.line
+        text = "".join([print_line(view, env) for view in views])
+        out += text.encode("utf-8", "surrogateescape")
     if params.iterate:
         out += b"\n"
 
@@ -1191,6 +1338,9 @@ def _node_set(text: str, result: Output) -> set[str]:
     return nodes
 
 
+_SEQ: Final = operator.attrgetter("seq")
+
+
 def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
     """The jobs slurmctld returns, in its list order, before squeue's own filters."""
     controller = sim.controller
@@ -1210,7 +1360,7 @@ def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
         candidates = [controller.jobs[i] for i, _ in params.jobs if i in controller.jobs]
     else:
         candidates = controller.jobs.values()
-    return sorted(candidates, key=lambda j: j.seq)
+    return sorted(candidates, key=_SEQ)
 
 
 def _state_selected(view: JobView, states: list[tuple[str, bool]] | None) -> bool:
@@ -1223,8 +1373,9 @@ def _state_selected(view: JobView, states: list[tuple[str, bool]] | None) -> boo
     )
 
 
-def _keep(job: Job, params: _Params, now: int) -> bool:
+def _keep(view: JobView, params: _Params) -> bool:
     """``_filter_job`` and ``_filter_job_part``."""
+    job = view.job
     if params.jobs is not None and not any(
         job_id == job.job_id and array_id is None for job_id, array_id in params.jobs
     ):
@@ -1237,7 +1388,7 @@ def _keep(job: Job, params: _Params, now: int) -> bool:
         return False
     if params.qos is not None and not any(q.lower() == "normal" for q in params.qos):
         return False
-    if not params.all_states and not _state_selected(JobView(job, now, "", ""), params.states):
+    if not params.all_states and not _state_selected(view, params.states):
         return False
     if params.nodes is not None and not (set(job.nodelist.split(",")) & params.nodes):
         return False
