@@ -546,6 +546,12 @@ def test_the_view_is_the_reference_view(ops: list[tuple[object, ...]]) -> None:
         assert {n: getattr(fast, n) for n in names} == {n: getattr(ref, n) for n in names}
         assert sq.job_json(fast) == sq.job_json(ref)  # type: ignore[arg-type]
         assert sq._start(fast) == _ref_start(ref)
+        for env in ({}, {"SLURM_TIME_FORMAT": "%s"}):
+            for key, field in sq.FIELDS.items():  # an inlined value is the field's value
+                if field.expr is not None:
+                    scope = {"job": job, "view": fast, "env": env, "_time": sq._time}
+                    inlined = eval(field.expr, scope)
+                    assert inlined == field.value(ref, env), key  # type: ignore[arg-type]
 
 
 @settings(max_examples=200, deadline=None)

@@ -127,6 +127,10 @@ _COMPLETING: Final = frozenset({"COMPLETING"})
 _SPECIAL_EXIT: Final = frozenset({"SPECIAL_EXIT"})
 _REQUEUED: Final = frozenset({"REQUEUED"})
 _REQUEUE_STATES: Final = (JobState.SPECIAL_EXIT, JobState.REQUEUED)
+# An enum's member read off its class costs a lookup through the metaclass; these are one each.
+_COMPLETING_STATE: Final = JobState.COMPLETING
+_SPECIAL_EXIT_STATE: Final = JobState.SPECIAL_EXIT
+_REQUEUED_STATE: Final = JobState.REQUEUED
 
 
 class JobView:
@@ -153,26 +157,25 @@ class JobView:
         self.cluster = cluster
         self.submit_host = submit_host
         state = job.state
-        if state in _REQUEUE_STATES:
-            base = "PENDING"
-        elif state is JobState.COMPLETING:
+        if state is _COMPLETING_STATE:
             base = "PENDING" if job.requeue_target is not None else "COMPLETED"
-        else:
-            base = str(state)
-        self.base = base
-        if state is JobState.COMPLETING:
             self.flags = _COMPLETING
-        elif state is JobState.SPECIAL_EXIT:
+        elif state is _SPECIAL_EXIT_STATE:
+            base = "PENDING"
             self.flags = _SPECIAL_EXIT
-        elif state is JobState.REQUEUED:
+        elif state is _REQUEUED_STATE:
+            base = "PENDING"
             self.flags = _REQUEUED
         else:
+            base = "PENDING" if state in _REQUEUE_STATES else str(state)
             self.flags = _NO_FLAGS
+        self.base = base
         self.pending = pending = base == "PENDING"
+        start = job.start_time
         if not pending:
-            self.start_time = job.start_time
-        elif job.start_time:
-            self.start_time = max(job.start_time, now)
+            self.start_time = start
+        elif start:
+            self.start_time = start if start > now else now
         elif job.begin_time > now:
             self.start_time = job.begin_time
         else:
@@ -354,6 +357,9 @@ class Field:
     cut: bool = True
     header_cut: bool = True
     cut_when: Callable[[JobView], bool] | None = None
+    expr: str | None = None
+    """The value as a Python expression of ``job`` (``view.job``), ``view`` and ``env``,
+    inlined by the compiled printing (see :func:`compile_items`); None: ``value`` is called."""
 
 
 def _time(epoch: int, env: Mapping[str, str]) -> str:
@@ -443,12 +449,12 @@ def _stderr(view: JobView, env: Mapping[str, str]) -> str:
 
 _F: Final = Field
 FIELDS: Final[dict[str, Field]] = {
-    "account": _F("ACCOUNT", lambda v, e: v.job.account),
+    "account": _F("ACCOUNT", lambda v, e: v.job.account, expr="job.account"),
     "accrue_time": _F("ACCRUE_TIME", lambda v, e: _time(v.accrue_time, e)),
     "admin_comment": _F("ADMIN_COMMENT", _const(None)),
     "alloc_nodes": _F("ALLOC_NODES", lambda v, e: v.submit_host),
     "alloc_sid": _F("ALLOC_SID", _const("1")),
-    "array_job_id": _F("ARRAY_JOB_ID", lambda v, e: str(v.job.job_id)),
+    "array_job_id": _F("ARRAY_JOB_ID", lambda v, e: str(v.job.job_id), expr="str(job.job_id)"),
     "array_task_id": _F("ARRAY_TASK_ID", _const("N/A")),
     "assoc_id": _F("ASSOC_ID", _const("0")),
     "batch_flag": _F("BATCH_FLAG", _const("1")),
@@ -459,7 +465,7 @@ FIELDS: Final[dict[str, Field]] = {
     "cluster_features": _F("CLUSTER_FEATURES", _const(None)),
     "cluster_name": _F("CLUSTER", lambda v, e: v.cluster),
     "command": _F("COMMAND", lambda v, e: v.command),
-    "comment": _F("COMMENT", lambda v, e: v.job.comment or None),
+    "comment": _F("COMMENT", lambda v, e: v.job.comment or None, expr="job.comment or None"),
     "container": _F("CONTAINER", _const(None)),
     "contiguous": _F("CONTIGUOUS", _const("0")),
     "core_spec": _F("CORE_SPEC", _const("N/A")),
@@ -470,7 +476,9 @@ FIELDS: Final[dict[str, Field]] = {
     "delay_boot": _F("DELAY_BOOT", _const("0:00")),
     "dependency": _F("DEPENDENCY", _const(None)),
     "derived_ec": _F("DERIVED_EC", _const("0")),
-    "eligible_time": _F("ELIGIBLE_TIME", lambda v, e: _time(v.job.begin_time, e)),
+    "eligible_time": _F(
+        "ELIGIBLE_TIME", lambda v, e: _time(v.job.begin_time, e), expr="_time(job.begin_time, env)"
+    ),
     "exc_nodes": _F("EXC_NODES", _const(""), cut=False),
     "exit_code": _F("EXIT_CODE", lambda v, e: str(v.job.exit_code << 8 | v.job.exit_signal)),
     "features": _F("FEATURES", _const(None)),
@@ -480,20 +488,20 @@ FIELDS: Final[dict[str, Field]] = {
     "fed_siblings_active_raw": _F("ACTIVE_SIBLINGS_RAW", _const("NA")),
     "fed_siblings_viable": _F("VIABLE_SIBLINGS", _const("NA")),
     "fed_siblings_viable_raw": _F("VIALBLE_SIBLINGS_RAW", _const("NA")),
-    "group_id": _F("GROUP", lambda v, e: str(v.job.uid)),
-    "group_name": _F("GROUP", lambda v, e: v.job.user),
+    "group_id": _F("GROUP", lambda v, e: str(v.job.uid), expr="str(job.uid)"),
+    "group_name": _F("GROUP", lambda v, e: v.job.user, expr="job.user"),
     "het_job_id": _F("HET_JOB_ID", _const("N/A")),
     "het_job_id_set": _F("HET_JOB_ID_SET", _const("N/A")),
     "het_job_offset": _F("HET_JOB_OFFSET", _const("N/A")),
-    "job_id": _F("JOBID", lambda v, e: str(v.job.job_id)),
-    "job_id2": _F("JOBID", lambda v, e: str(v.job.job_id)),
+    "job_id": _F("JOBID", lambda v, e: str(v.job.job_id), expr="str(job.job_id)"),
+    "job_id2": _F("JOBID", lambda v, e: str(v.job.job_id), expr="str(job.job_id)"),
     "job_last_sched_eval": _F(
         "LAST_SCHED_EVAL", lambda v, e: _time(v.job.last_eval or v.job.submit_time, e)
     ),
-    "job_state": _F("STATE", lambda v, e: v.state_name),
-    "job_state_compact": _F("ST", lambda v, e: v.compact),
+    "job_state": _F("STATE", lambda v, e: v.state_name, expr="str(job.state)"),
+    "job_state_compact": _F("ST", lambda v, e: v.compact, expr="job.state.compact"),
     "licenses": _F("LICENSES", _const(None)),
-    "max_cpus": _F("MAX_CPUS", lambda v, e: str(v.job.cpus)),
+    "max_cpus": _F("MAX_CPUS", lambda v, e: str(v.job.cpus), expr="str(job.cpus)"),
     "max_nodes": _F("MAX_NODES", lambda v, e: str(v.nodes)),
     "mcs_label": _F("MCSLABEL", _const(None)),
     "mem_per_tres": _F("MEM_PER_TRES", _const("N/A")),
@@ -501,7 +509,7 @@ FIELDS: Final[dict[str, Field]] = {
     "min_memory": _F("MIN_MEMORY", _const("0")),
     "min_time": _F("TIME_MIN", _const("0:00")),
     "min_tmp_disk": _F("MIN_TMP_DISK", _const("0")),
-    "name": _F("NAME", lambda v, e: v.job.name),
+    "name": _F("NAME", lambda v, e: v.job.name, expr="job.name"),
     "network": _F("NETWORK", _const(None)),
     "nice": _F("NICE", _const("0")),
     "nodes": _F("NODELIST", _nodelist, cut=False, header_cut=False),
@@ -516,19 +524,19 @@ FIELDS: Final[dict[str, Field]] = {
         ),
     ),
     "ntasks_per_socket": _F("NTASKS_PER_SOCKET", _const("N/A")),
-    "num_cpus": _F("CPUS", lambda v, e: str(v.job.cpus)),
-    "num_nodes": _F("NODES", lambda v, e: str(v.nodes)),
+    "num_cpus": _F("CPUS", lambda v, e: str(v.job.cpus), expr="str(job.cpus)"),
+    "num_nodes": _F("NODES", lambda v, e: str(v.nodes), expr="str(job.submission.nodes)"),
     "num_sct": _F("S:C:T", _const("*:*:*")),
     "num_tasks": _F("TASKS", lambda v, e: str(v.tasks)),
     "over_subscribe": _F("OVER_SUBSCRIBE", _const("OK")),
-    "partition": _F("PARTITION", lambda v, e: v.job.partition),
+    "partition": _F("PARTITION", lambda v, e: v.job.partition, expr="job.partition"),
     "preempt_time": _F("PREEMPT_TIME", _const("N/A")),
     "prefer": _F("PREFER", _const(None)),
     "priority": _F("PRIORITY", _priority),
-    "priority_long": _F("PRIORITY", lambda v, e: str(v.job.priority)),
+    "priority_long": _F("PRIORITY", lambda v, e: str(v.job.priority), expr="str(job.priority)"),
     "profile": _F("PROFILE", _const("NotSet")),
     "qos": _F("QOS", _const("normal")),
-    "reason": _F("REASON", _reason),
+    "reason": _F("REASON", _reason, expr="job.reason"),
     "reason_list": _F("NODELIST(REASON)", _reason_list, header_cut=False, cut_when=_shows_reason),
     "reboot": _F("REBOOT", _const("0")),
     "req_nodes": _F("REQ_NODES", _const(""), cut=False),
@@ -536,7 +544,9 @@ FIELDS: Final[dict[str, Field]] = {
     "requeue": _F("REQUEUE", lambda v, e: str(int(v.job.requeue))),
     "reservation": _F("RESERVATION", _const(None)),
     "resize_time": _F("RESIZE_TIME", _const("N/A"), cut=False),
-    "restart_cnt": _F("RESTART_COUNT", lambda v, e: str(v.job.restart_count)),
+    "restart_cnt": _F(
+        "RESTART_COUNT", lambda v, e: str(v.job.restart_count), expr="str(job.restart_count)"
+    ),
     "schednodes": _F("SCHEDNODES", _const(None), cut=False, header_cut=False),
     "select_jobinfo": _F("", _const("")),
     "sockets": _F("SOCKETS_PER_NODE", _const("*")),
@@ -550,8 +560,12 @@ FIELDS: Final[dict[str, Field]] = {
     "time_left": _F("TIME_LEFT", _time_left, cut=False),
     "time_limit": _F("TIME_LIMIT", _time_limit, cut=False),
     "time_pending": _F("PENDING_TIME", _pending_time),
-    "time_start": _F("START_TIME", lambda v, e: _time(v.start_time, e)),
-    "time_submit": _F("SUBMIT_TIME", lambda v, e: _time(v.job.submit_time, e)),
+    "time_start": _F(
+        "START_TIME", lambda v, e: _time(v.start_time, e), expr="_time(view.start_time, env)"
+    ),
+    "time_submit": _F(
+        "SUBMIT_TIME", lambda v, e: _time(v.job.submit_time, e), expr="_time(job.submit_time, env)"
+    ),
     "time_used": _F("TIME", lambda v, e: _secs(v.time_used), cut=False),
     "tres_alloc": _F("TRES_ALLOC", lambda v, e: v.tres),
     "tres_bind": _F("TRES_BIND", _const("N/A")),
@@ -560,8 +574,8 @@ FIELDS: Final[dict[str, Field]] = {
     "tres_per_node": _F("TRES_PER_NODE", _const("N/A")),
     "tres_per_socket": _F("TRES_PER_SOCKET", _const("N/A")),
     "tres_per_task": _F("TRES_PER_TASK", _const("N/A")),
-    "user_id": _F("UID", lambda v, e: str(v.job.uid)),
-    "user_name": _F("USER", lambda v, e: v.job.user),
+    "user_id": _F("UID", lambda v, e: str(v.job.uid), expr="str(job.uid)"),
+    "user_name": _F("USER", lambda v, e: v.job.user, expr="job.user"),
     "wait4switch": _F("WAIT4SWITCH", _const("0:00")),
     "wckey": _F("WCKEY", _const(None)),
     "work_dir": _F("WORK_DIR", lambda v, e: v.job.submission.work_dir),
@@ -874,76 +888,40 @@ def render_line(items: Sequence[Item], view: JobView | None, env: Mapping[str, s
     return b"".join(item.render(view, env) for item in items) + b"\n"
 
 
-# -- printing fast: a format compiled once into what prints a job's line --------------------------
+# -- printing fast: a format compiled once into a function printing the jobs' lines -------------
 #
-# A job's line is built as one ``str`` and encoded once: with ``surrogateescape`` a string
+# The lines are built as one ``str`` and encoded once: with ``surrogateescape`` a string
 # encodes character by character, so encoding the concatenation gives the concatenation of
 # the encodings :func:`render_line` joins. Only a field with a width above 0 is padded and cut
 # by bytes; for an ASCII value bytes and characters are one, else :func:`print_str` does it
 # and its bytes are decoded back (``surrogateescape`` decodes any bytes to a string that
-# encodes to them again). tests/simulators/test_squeue_fast.py holds the reference printing
-# as the oracle of this one.
+# encodes to them again). A field's value is its ``expr`` where it has one (the same value as
+# its ``value``, inlined), else a call of its ``value``. tests/simulators/test_squeue_fast.py
+# holds the reference printing as the oracle of this one.
 
-FieldFn = Callable[[JobView, Mapping[str, str]], str]
+LinesFn = Callable[[Sequence[JobView], Mapping[str, str]], str]
 
 
 @dataclass(frozen=True)
 class Compiled:
     """A parsed format ready to print: its items (for the header), the error lines of the
-    parse, the text before the first field, and one function per field giving the field's
-    text followed by the literal text up to the next field."""
+    parse, and the function giving the lines of a list of jobs (newlines included)."""
 
     items: tuple[Item, ...]
     errors: tuple[str, ...]
-    head: str
-    fields: tuple[FieldFn, ...]
-
-    def line(self, view: JobView, env: Mapping[str, str]) -> str:
-        """``render_line(self.items, view, env)``, decoded (newline included)."""
-        return self.head + "".join([field(view, env) for field in self.fields]) + "\n"
+    lines: LinesFn
 
 
 def _decoded(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogateescape")
 
 
-def _field_fn(item: Item, tail: str) -> FieldFn | None:
-    """What prints ``item``'s value for a job, then ``tail``; None when the value is the same
-    for every job (then :func:`_literal` gives the text)."""
+def _varies(item: Item) -> bool:
+    """Whether what ``item`` prints depends on the job."""
+    if item.kind != "field":
+        return False
     field = FIELDS[item.key]
-    value = field.value
-    if isinstance(value, _Const) and field.cut_when is None:
-        return None
-    width = max(-MAX_WIDTH, min(MAX_WIDTH, item.width))
-    if width == 0:
-
-        def bare(view: JobView, env: Mapping[str, str]) -> str:
-            text = value(view, env)
-            return ("(null)" if text is None else text) + tail
-
-        return bare
-    if width < 0:
-
-        def spaced(view: JobView, env: Mapping[str, str]) -> str:
-            text = value(view, env)
-            return ("(null)" if text is None else text) + " " + tail
-
-        return spaced
-    right = item.right
-    cut_when = field.cut_when
-    fixed_cut = field.cut
-
-    def padded(view: JobView, env: Mapping[str, str]) -> str:
-        text = value(view, env)
-        cut = fixed_cut if cut_when is None else cut_when(view)
-        if text is not None and text.isascii():
-            if not right:
-                return text[:width].ljust(width) + tail
-            text = text.rjust(width)
-            return (text[:width] if cut else text) + tail
-        return _decoded(print_str(text, width, right, cut)) + tail
-
-    return padded
+    return not isinstance(field.value, _Const) or field.cut_when is not None
 
 
 def _literal(item: Item) -> str:
@@ -956,25 +934,76 @@ def _literal(item: Item) -> str:
     return _decoded(print_str(text, item.width, item.right, field.cut)) + (item.suffix or "")
 
 
+def _field_code(item: Item, n: int, namespace: dict[str, object]) -> list[str]:
+    """The statements leaving in ``t<n>`` what ``item`` prints for ``view`` (``job`` is its
+    job), its suffix excepted; what they call is put in ``namespace``."""
+    field = FIELDS[item.key]
+    var = f"t{n}"
+    if field.expr is not None:
+        code = [f"{var} = {field.expr}"]
+    else:
+        namespace[f"value{n}"] = field.value
+        code = [f"{var} = value{n}(view, env)"]
+    width = max(-MAX_WIDTH, min(MAX_WIDTH, item.width))
+    if width <= 0:
+        code.append(f"if {var} is None: {var} = '(null)'")
+        return code
+    if field.cut_when is not None:
+        namespace[f"cut_when{n}"] = field.cut_when
+        cut = f"cut_when{n}(view)"
+    else:
+        cut = repr(field.cut)
+    if not item.right:  # printf's precision: always cut
+        ascii_case = [f"{var} = {var}[:{width}].ljust({width})"]
+    elif field.cut_when is None:
+        ascii_case = [f"{var} = {var}.rjust({width})" + (f"[:{width}]" if field.cut else "")]
+    else:
+        ascii_case = [f"{var} = {var}.rjust({width})", f"if {cut}: {var} = {var}[:{width}]"]
+    return [
+        *code,
+        f"if {var} is not None and {var}.isascii():",
+        *(f"    {line}" for line in ascii_case),
+        "else:",
+        f"    {var} = decoded(print_str({var}, {width}, {item.right!r}, {cut}))",
+    ]
+
+
 def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
-    """``items`` (and their parse's ``errors``) ready to print jobs' lines."""
-    head = ""
-    kinds: list[tuple[Item, str]] = []  # each field printed per job, and the literal after it
+    """``items`` (and their parse's ``errors``) compiled into a function printing jobs' lines:
+    ``lines(views, env)`` is ``render_line(items, view, env)`` of each view, joined and
+    decoded."""
+    namespace: dict[str, object] = {"decoded": _decoded, "print_str": print_str, "_time": _time}
+    body: list[str] = []
+    template: list[str] = []  # an f-string's text: literals with their braces doubled
+    fields = 0
     for item in items:
-        if item.kind == "field" and _field_fn(item, "") is not None:
-            kinds.append((item, ""))
+        if not _varies(item):
+            template.append(_literal(item).replace("{", "{{").replace("}", "}}"))
             continue
-        text = _literal(item)
-        if kinds:
-            kinds[-1] = (kinds[-1][0], kinds[-1][1] + text)
-        else:
-            head += text
-    fields: list[FieldFn] = []
-    for item, text in kinds:
-        fn = _field_fn(item, (item.suffix or "") + text)
-        assert fn is not None
-        fields.append(fn)
-    return Compiled(tuple(items), tuple(errors), head, tuple(fields))
+        n = fields
+        fields += 1
+        body.extend(_field_code(item, n, namespace))
+        template.append(f"{{t{n}}}")
+        if item.width < 0:
+            template.append(" ")
+        template.append((item.suffix or "").replace("{", "{{").replace("}", "}}"))
+    template.append("\n")
+    source = "\n".join(
+        [
+            "def lines(views, env):",
+            "    out = []",
+            "    append = out.append",
+            "    for view in views:",
+            "        job = view.job",
+            *(f"        {line}" for line in body),
+            f"        append(f{''.join(template)!r})",
+            "    return ''.join(out)",
+        ]
+    )
+    exec(compile(source, "<squeue format>", "exec"), namespace)
+    lines = namespace["lines"]
+    assert callable(lines)
+    return Compiled(tuple(items), tuple(errors), lines)
 
 
 @functools.lru_cache(maxsize=64)
@@ -1131,9 +1160,7 @@ def _run(
         result.err(sort_error)
         raise CommandExit(1)
     if views:
-        print_line = compiled.line
-        text = "".join([print_line(view, env) for view in views])
-        out += text.encode("utf-8", "surrogateescape")
+        out += compiled.lines(views, env).encode("utf-8", "surrogateescape")
     if params.iterate:
         out += b"\n"
 
