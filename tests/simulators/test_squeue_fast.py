@@ -379,6 +379,8 @@ EXTRA: Final = st.lists(
             ["-t", "CD,CA,F,TO,NF"],
             ["--sort", "i"],
             ["--sort", "-V,j"],
+            ["--sort", "j"],
+            ["-S", "-j,u"],
             ["--sort", "S"],
             ["-S", "-S,t,e,L,M,B,N"],
             ["-S", "T,-P,C,D,g,G,l,p,Q,u,U,cluster"],
@@ -421,6 +423,10 @@ def squeue_argvs(draw: st.DrawFn) -> tuple[list[str], dict[str, str]]:
     return argv, env
 
 
+# Names sbatch refuses but a job can be given (a name off the command line, decoded with
+# surrogateescape): their bytes sort otherwise than their characters.
+RENAME_TO: Final = ("dj-\udcff", "dj-\udc80x", "dj-é", "dj-名", "dj-~", "DJ-A")
+RENAMES: Final = st.sampled_from(RENAME_TO)
 ENDS: Final = st.sampled_from(
     ["FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "DEADLINE", "PREEMPTED", "BOOT_FAIL"]
 )
@@ -446,6 +452,7 @@ OPS: Final = st.tuples(
             st.tuples(st.sampled_from(["finish", "cancel"]), st.integers(0, 20)),
             st.tuples(st.just("fail"), st.integers(0, 20), ENDS),
             st.tuples(st.just("node_failure"), st.sampled_from(["n1", "n2"])),
+            st.tuples(st.just("rename"), st.integers(0, 20), RENAMES),
         ),
         max_size=14,
     ),
@@ -472,6 +479,10 @@ def drive(
             sim.run(argv, stdin="#!/bin/sh\ntrue\n")
         elif kind == "advance":
             sim.advance(int(str(op[1])))
+        elif kind == "rename" and ids:
+            job = sim.controller.jobs[ids[int(str(op[1])) % len(ids)]]
+            with contextlib.suppress(SlurmError):
+                sim.controller.set_name(job, str(op[2]))
         elif kind == "node_failure":
             sim.controller.node_failure(str(op[1]))
         elif ids:
@@ -602,3 +613,16 @@ def test_the_generated_clusters_reach_every_state() -> None:
     assert {"PENDING", "RUNNING", "COMPLETING", "COMPLETED", "CANCELLED"} <= states, seen
     assert {"FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "SPECIAL_EXIT"} <= states, seen
     assert {("PENDING", "held"), ("PENDING", "requeued"), ("COMPLETING", "requeueing")} <= seen
+
+
+def test_names_sort_by_their_bytes() -> None:
+    """``-S j`` compares bytes: a name decoded with surrogateescape sorts by its raw byte
+    (0x80 before the lead byte of é), not by its character (U+DC80 after é)."""
+    ops: list[tuple[object, ...]] = [("sbatch", "dj-a", "", False, "1", None, None)] * 6
+    ops += [("rename", i, name) for i, name in enumerate(RENAME_TO)]
+    sim = drive(ops)
+    assert sorted(job.name for job in sim.controller.jobs.values()) != sorted(
+        (job.name for job in sim.controller.jobs.values()), key=_b
+    )
+    for spec in ("j", "-j", "j,-i", "u,j"):
+        check_same(sim, ["squeue", "-S", spec, "-o", "%i %j"], {})

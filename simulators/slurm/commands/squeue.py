@@ -1034,35 +1034,57 @@ def _sorted_by_start(views: list[JobView], reverse: bool) -> list[JobView]:
     out as any stable sort on the key puts them. A view with 0 loses every comparison, even to
     another 0: every merge takes the other side's views first, and of two 0s the right one,
     so the 0s come last, in the reverse of their order."""
-    starting: list[JobView] = []
-    unknown: list[JobView] = []
-    for view in views:
-        (starting if view.start_time != 0 else unknown).append(view)
+    starting = [view for view in views if view.start_time != 0]
+    unknown = [view for view in views if view.start_time == 0]
     return sorted(starting, key=_start, reverse=reverse) + unknown[::-1]
 
 
-_SORT_KEYS: Final[dict[str, Callable[[JobView], int | str | bytes]]] = {
-    "B": lambda v: _b(v.batch_host or ""),
-    "C": lambda v: v.job.cpus,
-    "D": lambda v: v.nodes,
-    "e": lambda v: v.end_time,
-    "g": lambda v: _b(v.job.user),
-    "G": lambda v: v.job.uid,
-    "i": lambda v: v.job.job_id,
-    "j": lambda v: _b(v.job.name),
-    "l": lambda v: v.time_limit,
-    "L": lambda v: (v.time_limit * 60 - v.time_used) if v.time_limit != INFINITE else INFINITE,
-    "M": lambda v: v.time_used,
-    "N": lambda v: _b(v.job.nodelist),
-    "p": lambda v: v.job.priority,
-    "P": lambda v: _b(v.job.partition),
-    "Q": lambda v: v.job.priority,
-    "t": lambda v: _b(v.compact),
-    "T": lambda v: _b(v.state_name),
-    "u": lambda v: _b(v.job.user),
-    "U": lambda v: v.job.uid,
-    "V": lambda v: v.job.submit_time,
+_COMPACT: Final = {state: state.compact for state in JobState}
+"""``JobState.compact`` of each state, without its property's call."""
+
+# Keys compared as bytes (strcmp), given as text: see _sorted_by_text.
+_TEXT_SORT_KEYS: Final[dict[str, Callable[[JobView], str]]] = {
+    "B": lambda v: v.batch_host or "",
+    "g": operator.attrgetter("job.user"),
+    "j": operator.attrgetter("job.name"),
+    "N": operator.attrgetter("job.nodelist"),
+    "P": operator.attrgetter("job.partition"),
+    "t": lambda v: _COMPACT[v.job.state],
+    "T": operator.attrgetter("state_name"),
+    "u": operator.attrgetter("job.user"),
 }
+_SORT_KEYS: Final[dict[str, Callable[[JobView], int]]] = {
+    "C": operator.attrgetter("job.cpus"),
+    "D": operator.attrgetter("nodes"),
+    "e": operator.attrgetter("end_time"),
+    "G": operator.attrgetter("job.uid"),
+    "i": operator.attrgetter("job.job_id"),
+    "l": operator.attrgetter("time_limit"),
+    "L": lambda v: (v.time_limit * 60 - v.time_used) if v.time_limit != INFINITE else INFINITE,
+    "M": operator.attrgetter("time_used"),
+    "p": operator.attrgetter("job.priority"),
+    "Q": operator.attrgetter("job.priority"),
+    "U": operator.attrgetter("job.uid"),
+    "V": operator.attrgetter("job.submit_time"),
+}
+
+
+def _sorted_by_text(
+    views: list[JobView], key: Callable[[JobView], str], reverse: bool
+) -> list[JobView]:
+    """``sorted(views, key=lambda v: _b(key(v)), reverse=reverse)``, without encoding when it
+    changes nothing: ASCII texts compare as their bytes do; and when every key is the same
+    the stable sort keeps the order."""
+    texts = list(map(key, views))
+    if len(set(texts)) <= 1:
+        return views
+    keys: Sequence[str | bytes] = texts
+    if not all(map(str.isascii, texts)):
+        keys = [_b(text) for text in texts]
+    order = sorted(range(len(views)), key=keys.__getitem__, reverse=reverse)
+    return [views[i] for i in order]
+
+
 _SORT_NOOP: Final = frozenset("bcdfhHIJmnOvz")
 
 
@@ -1081,8 +1103,10 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
             continue  # one cluster: sorting by its name changes nothing
         if letter == "S":
             views = _sorted_by_start(views, reverse)
+        # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
+        elif letter in _TEXT_SORT_KEYS:
+            views = _sorted_by_text(views, _TEXT_SORT_KEYS[letter], reverse)
         elif letter in _SORT_KEYS:
-            # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
             views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
         elif letter not in _SORT_NOOP:
             return views, f"{PROG}: error: Invalid sort specification: {letter}"
@@ -1153,8 +1177,7 @@ def _run(
         out += render_line(compiled.items, None, env)
     now = controller.now
     config = sim.config
-    cluster, submit_host = config.cluster_name, config.submit_host
-    views = [view for job in jobs if _keep(view := JobView(job, now, cluster, submit_host), params)]
+    views = _kept(jobs, params, now, config.cluster_name, config.submit_host)
     views, sort_error = sort_views(views, params.sort or DEFAULT_SORT)
     if sort_error is not None:
         result.err(sort_error)
@@ -1390,42 +1413,62 @@ def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
     return sorted(candidates, key=_SEQ)
 
 
+_LISTED_BASES: Final = ("RUNNING", "SUSPENDED")
+
+
 def _state_selected(view: JobView, states: list[tuple[str, bool]] | None) -> bool:
     """``-t`` as squeue applies it; without it, pending, running, suspended and completing."""
     if states is None:
-        return view.pending or view.base in ("RUNNING", "SUSPENDED") or "COMPLETING" in view.flags
+        return view.pending or view.base in _LISTED_BASES or "COMPLETING" in view.flags
     return any(
         (name in view.flags) if flag else (name == view.base and not view.flags)
         for name, flag in states
     )
 
 
-def _keep(view: JobView, params: _Params) -> bool:
-    """``_filter_job`` and ``_filter_job_part``."""
-    job = view.job
-    if params.jobs is not None and not any(
-        job_id == job.job_id and array_id is None for job_id, array_id in params.jobs
-    ):
-        return False
-    if params.licenses is not None:
-        return False  # no job of the simulated cluster uses licenses
-    if params.accounts is not None and not any(
-        a.lower() == job.account.lower() for a in params.accounts
-    ):
-        return False
+def _kept(
+    jobs: list[Job], params: _Params, now: int, cluster: str, submit_host: str
+) -> list[JobView]:
+    """The views of the jobs ``_filter_job`` and ``_filter_job_part`` keep, in their order.
+    Every test is a pure function of the job, so each is applied to the whole list in turn,
+    and a view is made only for the jobs that pass those that do not need one."""
+    if params.licenses is not None or params.reservation is not None:
+        return []  # no job of the simulated cluster uses licenses or a reservation
     if params.qos is not None and not any(q.lower() == "normal" for q in params.qos):
-        return False
-    if not params.all_states and not _state_selected(view, params.states):
-        return False
-    if params.nodes is not None and not (set(job.nodelist.split(",")) & params.nodes):
-        return False
-    if params.users is not None and job.uid not in params.users:
-        return False
-    if params.reservation is not None:
-        return False  # no reservations on the simulated cluster
-    if params.names is not None and not any(n.lower() == job.name.lower() for n in params.names):
-        return False
-    return params.partitions is None or job.partition in params.partitions
+        return []
+    if params.jobs is not None:
+        wanted = params.jobs
+        jobs = [
+            job
+            for job in jobs
+            if any(job_id == job.job_id and array_id is None for job_id, array_id in wanted)
+        ]
+    if params.accounts is not None:
+        accounts = params.accounts
+        jobs = [job for job in jobs if any(a.lower() == job.account.lower() for a in accounts)]
+    if params.nodes is not None:
+        nodes = params.nodes
+        jobs = [job for job in jobs if set(job.nodelist.split(",")) & nodes]
+    if params.users is not None:
+        users = params.users
+        jobs = [job for job in jobs if job.uid in users]
+    if params.names is not None:
+        names = params.names
+        jobs = [job for job in jobs if any(n.lower() == job.name.lower() for n in names)]
+    if params.partitions is not None:
+        partitions = params.partitions
+        jobs = [job for job in jobs if job.partition in partitions]
+    views = [JobView(job, now, cluster, submit_host) for job in jobs]
+    if params.all_states:
+        return views
+    states = params.states
+    if states is None:  # _state_selected(view, None), inlined
+        return [
+            view
+            for view in views
+            if view.pending or view.base in _LISTED_BASES or "COMPLETING" in view.flags
+        ]
+    return [view for view in views if _state_selected(view, states)]
 
 
 # -- --json ---------------------------------------------------------------------------------------
