@@ -381,6 +381,9 @@ EXTRA: Final = st.lists(
             ["--sort", "-V,j"],
             ["--sort", "j"],
             ["-S", "-j,u"],
+            ["-S", "i,x,j"],
+            ["-S", "-cluster,-i"],
+            ["-S", "+Z"],
             ["--sort", "S"],
             ["-S", "-S,t,e,L,M,B,N"],
             ["-S", "T,-P,C,D,g,G,l,p,Q,u,U,cluster"],
@@ -420,6 +423,12 @@ def squeue_argvs(draw: st.DrawFn) -> tuple[list[str], dict[str, str]]:
     env: dict[str, str] = {}
     if (time_format := draw(TIME_FORMATS)) is not None:
         env["SLURM_TIME_FORMAT"] = time_format
+    if kind == "default" and draw(st.booleans()):  # squeue's own variables
+        if draw(st.booleans()):
+            env["SQUEUE_FORMAT"] = draw(short_formats())
+        else:
+            env["SQUEUE_FORMAT2"] = draw(long_formats())
+        env["SQUEUE_SORT"] = draw(st.sampled_from(["i", "-t,j", "V,x"]))
     return argv, env
 
 
@@ -563,6 +572,7 @@ def test_the_view_is_the_reference_view(ops: list[tuple[object, ...]]) -> None:
                     scope = {"job": job, "view": fast, "env": env, "_time": sq._time}
                     inlined = eval(field.expr, scope)
                     assert inlined == field.value(ref, env), key  # type: ignore[arg-type]
+                    assert isinstance(inlined, str) or field.expr_null, key
 
 
 @settings(max_examples=200, deadline=None)

@@ -360,6 +360,8 @@ class Field:
     expr: str | None = None
     """The value as a Python expression of ``job`` (``view.job``), ``view`` and ``env``,
     inlined by the compiled printing (see :func:`compile_items`); None: ``value`` is called."""
+    expr_null: bool = False
+    """Whether ``expr`` can give None (else it always gives a str)."""
 
 
 def _time(epoch: int, env: Mapping[str, str]) -> str:
@@ -465,7 +467,9 @@ FIELDS: Final[dict[str, Field]] = {
     "cluster_features": _F("CLUSTER_FEATURES", _const(None)),
     "cluster_name": _F("CLUSTER", lambda v, e: v.cluster),
     "command": _F("COMMAND", lambda v, e: v.command),
-    "comment": _F("COMMENT", lambda v, e: v.job.comment or None, expr="job.comment or None"),
+    "comment": _F(
+        "COMMENT", lambda v, e: v.job.comment or None, expr="job.comment or None", expr_null=True
+    ),
     "container": _F("CONTAINER", _const(None)),
     "contiguous": _F("CONTIGUOUS", _const("0")),
     "core_spec": _F("CORE_SPEC", _const("N/A")),
@@ -946,7 +950,8 @@ def _field_code(item: Item, n: int, namespace: dict[str, object]) -> list[str]:
         code = [f"{var} = value{n}(view, env)"]
     width = max(-MAX_WIDTH, min(MAX_WIDTH, item.width))
     if width <= 0:
-        code.append(f"if {var} is None: {var} = '(null)'")
+        if field.expr is None or field.expr_null:
+            code.append(f"if {var} is None: {var} = '(null)'")
         return code
     if field.cut_when is not None:
         namespace[f"cut_when{n}"] = field.cut_when
@@ -1091,6 +1096,23 @@ _SORT_NOOP: Final = frozenset("bcdfhHIJmnOvz")
 def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | None]:
     """``sort_jobs_by_start_time`` then ``sort_job_list``; the error line for a bad letter."""
     views = _sorted_by_start(views, True)
+    steps, error = _sort_steps(spec)
+    for letter, reverse in steps:
+        if letter == "S":
+            views = _sorted_by_start(views, reverse)
+        # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
+        elif letter in _TEXT_SORT_KEYS:
+            views = _sorted_by_text(views, _TEXT_SORT_KEYS[letter], reverse)
+        else:
+            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
+    return views, error
+
+
+@functools.lru_cache(maxsize=64)
+def _sort_steps(spec: str) -> tuple[tuple[tuple[str, bool], ...], str | None]:
+    """``sort_job_list``'s reading of ``spec`` (a pure function of it, so done once): the
+    sorts to make, in their order (letter, reversed), up to a bad letter, and its error line."""
+    steps: list[tuple[str, bool]] = []
     i = len(spec) - 1
     while i >= 0:
         letter = spec[i]
@@ -1101,17 +1123,12 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
         if i + 1 >= 7 and spec[i - 6 : i + 1].lower() == "cluster":
             i -= 7
             continue  # one cluster: sorting by its name changes nothing
-        if letter == "S":
-            views = _sorted_by_start(views, reverse)
-        # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
-        elif letter in _TEXT_SORT_KEYS:
-            views = _sorted_by_text(views, _TEXT_SORT_KEYS[letter], reverse)
-        elif letter in _SORT_KEYS:
-            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
+        if letter == "S" or letter in _TEXT_SORT_KEYS or letter in _SORT_KEYS:
+            steps.append((letter, reverse))
         elif letter not in _SORT_NOOP:
-            return views, f"{PROG}: error: Invalid sort specification: {letter}"
+            return tuple(steps), f"{PROG}: error: Invalid sort specification: {letter}"
         i -= 1
-    return views, None
+    return tuple(steps), None
 
 
 # -- the command ----------------------------------------------------------------------------------
