@@ -569,7 +569,8 @@ def test_the_view_is_the_reference_view(ops: list[tuple[object, ...]]) -> None:
         for env in ({}, {"SLURM_TIME_FORMAT": "%s"}):
             for key, field in sq.FIELDS.items():  # an inlined value is the field's value
                 if field.expr is not None:
-                    scope = {"job": job, "view": fast, "env": env, "_time": sq._time}
+                    scope = {"job": job, "view": fast, "time_str": sq._time_str}
+                    scope["time_format"] = env.get("SLURM_TIME_FORMAT")
                     inlined = eval(field.expr, scope)
                     assert inlined == field.value(ref, env), key  # type: ignore[arg-type]
                     assert isinstance(inlined, str) or field.expr_null, key

@@ -383,6 +383,12 @@ def _time_str(epoch: int, time_format: str | None) -> str:
     )
 
 
+def _time_expr(epoch: str) -> str:
+    """:func:`_time` of ``epoch`` (an expression) as an expression for ``Field.expr``, where
+    ``time_format`` is the ``SLURM_TIME_FORMAT`` of the call's environment."""
+    return f"'N/A' if {epoch} == 0 else time_str({epoch}, time_format)"
+
+
 class _Const:
     """A field whose value is the same for every job (rendered once per format)."""
 
@@ -481,7 +487,7 @@ FIELDS: Final[dict[str, Field]] = {
     "dependency": _F("DEPENDENCY", _const(None)),
     "derived_ec": _F("DERIVED_EC", _const("0")),
     "eligible_time": _F(
-        "ELIGIBLE_TIME", lambda v, e: _time(v.job.begin_time, e), expr="_time(job.begin_time, env)"
+        "ELIGIBLE_TIME", lambda v, e: _time(v.job.begin_time, e), expr=_time_expr("job.begin_time")
     ),
     "exc_nodes": _F("EXC_NODES", _const(""), cut=False),
     "exit_code": _F("EXIT_CODE", lambda v, e: str(v.job.exit_code << 8 | v.job.exit_signal)),
@@ -565,10 +571,10 @@ FIELDS: Final[dict[str, Field]] = {
     "time_limit": _F("TIME_LIMIT", _time_limit, cut=False),
     "time_pending": _F("PENDING_TIME", _pending_time),
     "time_start": _F(
-        "START_TIME", lambda v, e: _time(v.start_time, e), expr="_time(view.start_time, env)"
+        "START_TIME", lambda v, e: _time(v.start_time, e), expr=_time_expr("view.start_time")
     ),
     "time_submit": _F(
-        "SUBMIT_TIME", lambda v, e: _time(v.job.submit_time, e), expr="_time(job.submit_time, env)"
+        "SUBMIT_TIME", lambda v, e: _time(v.job.submit_time, e), expr=_time_expr("job.submit_time")
     ),
     "time_used": _F("TIME", lambda v, e: _secs(v.time_used), cut=False),
     "tres_alloc": _F("TRES_ALLOC", lambda v, e: v.tres),
@@ -977,7 +983,11 @@ def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
     """``items`` (and their parse's ``errors``) compiled into a function printing jobs' lines:
     ``lines(views, env)`` is ``render_line(items, view, env)`` of each view, joined and
     decoded."""
-    namespace: dict[str, object] = {"decoded": _decoded, "print_str": print_str, "_time": _time}
+    namespace: dict[str, object] = {
+        "decoded": _decoded,
+        "print_str": print_str,
+        "time_str": _time_str,
+    }
     body: list[str] = []
     template: list[str] = []  # an f-string's text: literals with their braces doubled
     fields = 0
@@ -998,6 +1008,7 @@ def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
             "def lines(views, env):",
             "    out = []",
             "    append = out.append",
+            "    time_format = env.get('SLURM_TIME_FORMAT')",
             "    for view in views:",
             "        job = view.job",
             *(f"        {line}" for line in body),
@@ -1047,16 +1058,25 @@ def _sorted_by_start(views: list[JobView], reverse: bool) -> list[JobView]:
 _COMPACT: Final = {state: state.compact for state in JobState}
 """``JobState.compact`` of each state, without its property's call."""
 
-# Keys compared as bytes (strcmp), given as text: see _sorted_by_text.
-_TEXT_SORT_KEYS: Final[dict[str, Callable[[JobView], str]]] = {
-    "B": lambda v: v.batch_host or "",
-    "g": operator.attrgetter("job.user"),
-    "j": operator.attrgetter("job.name"),
-    "N": operator.attrgetter("job.nodelist"),
-    "P": operator.attrgetter("job.partition"),
-    "t": lambda v: _COMPACT[v.job.state],
-    "T": operator.attrgetter("state_name"),
-    "u": operator.attrgetter("job.user"),
+TextKeys = Callable[[list[JobView]], list[str]]
+
+
+def _each(key: Callable[[JobView], str]) -> TextKeys:
+    return lambda views: list(map(key, views))
+
+
+_JOB_STATE: Final = operator.attrgetter("job.state")
+
+# Keys compared as bytes (strcmp), given as the list of the views' texts: see _sorted_by_text.
+_TEXT_SORT_KEYS: Final[dict[str, TextKeys]] = {
+    "B": lambda views: [v.batch_host or "" for v in views],
+    "g": _each(operator.attrgetter("job.user")),
+    "j": _each(operator.attrgetter("job.name")),
+    "N": _each(operator.attrgetter("job.nodelist")),
+    "P": _each(operator.attrgetter("job.partition")),
+    "t": lambda views: [_COMPACT[state] for state in map(_JOB_STATE, views)],
+    "T": _each(operator.attrgetter("state_name")),
+    "u": _each(operator.attrgetter("job.user")),
 }
 _SORT_KEYS: Final[dict[str, Callable[[JobView], int]]] = {
     "C": operator.attrgetter("job.cpus"),
@@ -1074,13 +1094,11 @@ _SORT_KEYS: Final[dict[str, Callable[[JobView], int]]] = {
 }
 
 
-def _sorted_by_text(
-    views: list[JobView], key: Callable[[JobView], str], reverse: bool
-) -> list[JobView]:
-    """``sorted(views, key=lambda v: _b(key(v)), reverse=reverse)``, without encoding when it
-    changes nothing: ASCII texts compare as their bytes do; and when every key is the same
-    the stable sort keeps the order."""
-    texts = list(map(key, views))
+def _sorted_by_text(views: list[JobView], keys_of: TextKeys, reverse: bool) -> list[JobView]:
+    """``sorted(views, key=lambda v: _b(key(v)), reverse=reverse)`` where ``keys_of`` gives
+    ``key`` of each view, without encoding when it changes nothing: ASCII texts compare as
+    their bytes do; and when every key is the same the stable sort keeps the order."""
+    texts = keys_of(views)
     if len(set(texts)) <= 1:
         return views
     keys: Sequence[str | bytes] = texts
