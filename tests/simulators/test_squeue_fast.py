@@ -317,7 +317,27 @@ def _ref_run(
 
 # -- what Hypothesis generates ---------------------------------------------------------------------
 
-TEXT: Final = st.sampled_from(["", "|", " ", "x", "é", "名", "\udcff", ",", "::", "%"])
+TEXT: Final = st.sampled_from(
+    [
+        "",
+        "|",
+        " ",
+        "x",
+        "é",
+        "名",
+        "\udcff",
+        ",",
+        "::",
+        "%",
+        "{",
+        "}}",
+        "{t0}",
+        "\\",
+        "'",
+        '"',
+        "\n",
+    ]
+)
 NAMES: Final = st.sampled_from(
     ["dj-A", "dj-a", "dj-ÄÖÜ-long-name-over-twenty", "dj-名前", "dj-X,dj-Y", "x" * 40]
 )
