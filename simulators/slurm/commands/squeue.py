@@ -133,6 +133,24 @@ _SPECIAL_EXIT_STATE: Final = JobState.SPECIAL_EXIT
 _REQUEUED_STATE: Final = JobState.REQUEUED
 
 
+def _state_view(state: JobState) -> tuple[JobState, str, frozenset[str], bool]:
+    """A state (not COMPLETING), its base state, its flags and whether it is pending."""
+    base = "PENDING" if state in _REQUEUE_STATES else str(state)
+    if state is _SPECIAL_EXIT_STATE:
+        flags = _SPECIAL_EXIT
+    elif state is _REQUEUED_STATE:
+        flags = _REQUEUED
+    else:
+        flags = _NO_FLAGS
+    return state, base, flags, base == "PENDING"
+
+
+_STATE_VIEWS: Final[dict[JobState, tuple[JobState, str, frozenset[str], bool]]] = {
+    state: _state_view(state) for state in JobState if state is not _COMPLETING_STATE
+}
+"""What a view reads of each state but COMPLETING (whose base depends on the job)."""
+
+
 class JobView:
     """A job record as slurmctld packs it for squeue at ``now``.
 
@@ -157,20 +175,19 @@ class JobView:
         self.cluster = cluster
         self.submit_host = submit_host
         state = job.state
-        if state is _COMPLETING_STATE:
-            base = "PENDING" if job.requeue_target is not None else "COMPLETED"
-            self.flags = _COMPLETING
-        elif state is _SPECIAL_EXIT_STATE:
-            base = "PENDING"
-            self.flags = _SPECIAL_EXIT
-        elif state is _REQUEUED_STATE:
-            base = "PENDING"
-            self.flags = _REQUEUED
+        known = _STATE_VIEWS.get(state)
+        if known is not None and known[0] is state:
+            _, self.base, self.flags, pending = known
         else:
-            base = "PENDING" if state in _REQUEUE_STATES else str(state)
-            self.flags = _NO_FLAGS
-        self.base = base
-        self.pending = pending = base == "PENDING"
+            if state is _COMPLETING_STATE:
+                base = "PENDING" if job.requeue_target is not None else "COMPLETED"
+                self.flags = _COMPLETING
+            else:  # no JobState member (so each flag's test, by identity, fails)
+                base = "PENDING" if state in _REQUEUE_STATES else str(state)
+                self.flags = _NO_FLAGS
+            self.base = base
+            pending = base == "PENDING"
+        self.pending = pending
         start = job.start_time
         if not pending:
             self.start_time = start
@@ -1067,7 +1084,7 @@ def _each(key: Callable[[JobView], str]) -> TextKeys:
 
 _JOB_STATE: Final = operator.attrgetter("job.state")
 
-# Keys compared as bytes (strcmp), given as the list of the views' texts: see _sorted_by_text.
+# Keys compared as bytes (strcmp), given as the list of the views' texts: see _text_keys.
 _TEXT_SORT_KEYS: Final[dict[str, TextKeys]] = {
     "B": lambda views: [v.batch_host or "" for v in views],
     "g": _each(operator.attrgetter("job.user")),
@@ -1094,18 +1111,21 @@ _SORT_KEYS: Final[dict[str, Callable[[JobView], int]]] = {
 }
 
 
-def _sorted_by_text(views: list[JobView], keys_of: TextKeys, reverse: bool) -> list[JobView]:
-    """``sorted(views, key=lambda v: _b(key(v)), reverse=reverse)`` where ``keys_of`` gives
-    ``key`` of each view, without encoding when it changes nothing: ASCII texts compare as
-    their bytes do; and when every key is the same the stable sort keeps the order."""
-    texts = keys_of(views)
-    if len(set(texts)) <= 1:
+def _sorted_by(
+    views: list[JobView], keys: Sequence[int | str | bytes], reverse: bool
+) -> list[JobView]:
+    """``sorted(views, key=..., reverse=reverse)`` where ``keys`` holds each view's key: the
+    views as they are when every key is the same (a stable sort keeps their order)."""
+    if len(set(keys)) <= 1:
         return views
-    keys: Sequence[str | bytes] = texts
-    if not all(map(str.isascii, texts)):
-        keys = [_b(text) for text in texts]
     order = sorted(range(len(views)), key=keys.__getitem__, reverse=reverse)
     return [views[i] for i in order]
+
+
+def _text_keys(texts: list[str]) -> Sequence[str | bytes]:
+    """What strcmp compares of ``texts``: their bytes, or the texts themselves when ASCII
+    (as their bytes compare)."""
+    return texts if all(map(str.isascii, texts)) else [_b(text) for text in texts]
 
 
 _SORT_NOOP: Final = frozenset("bcdfhHIJmnOvz")
@@ -1120,9 +1140,9 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
             views = _sorted_by_start(views, reverse)
         # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
         elif letter in _TEXT_SORT_KEYS:
-            views = _sorted_by_text(views, _TEXT_SORT_KEYS[letter], reverse)
+            views = _sorted_by(views, _text_keys(_TEXT_SORT_KEYS[letter](views)), reverse)
         else:
-            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
+            views = _sorted_by(views, list(map(_SORT_KEYS[letter], views)), reverse)
     return views, error
 
 
