@@ -999,7 +999,9 @@ def _field_code(item: Item, n: int, namespace: dict[str, object]) -> list[str]:
 def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
     """``items`` (and their parse's ``errors``) compiled into a function printing jobs' lines:
     ``lines(views, env)`` is ``render_line(items, view, env)`` of each view, joined and
-    decoded."""
+    decoded. The generated code holds FIELDS' expressions, names bound in its namespace and
+    integers; a format's own text only ever as the ``repr`` of an f-string's literal text,
+    its braces doubled, so no text of a format is code."""
     namespace: dict[str, object] = {
         "decoded": _decoded,
         "print_str": print_str,
