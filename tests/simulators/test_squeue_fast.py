@@ -424,7 +424,7 @@ EXTRA: Final = st.lists(
     max_size=3,
 )
 TIME_FORMATS: Final = st.sampled_from(
-    [None, "standard", "%s", "%a %d %b", "%Y-%m-%dT%H:%M:%S ééééééé ééééééé", "%H:%M"]
+    [None, "standard", "", "relative", "%s", "%a %d %b", "%Y-%m-%dT%H:%M:%S éééééééééé", "%H:%M"]
 )
 
 
@@ -589,8 +589,7 @@ def test_the_view_is_the_reference_view(ops: list[tuple[object, ...]]) -> None:
         for env in ({}, {"SLURM_TIME_FORMAT": "%s"}):
             for key, field in sq.FIELDS.items():  # an inlined value is the field's value
                 if field.expr is not None:
-                    scope = {"job": job, "view": fast, "time_str": sq._time_str}
-                    scope["time_format"] = env.get("SLURM_TIME_FORMAT")
+                    scope = {"job": job, "view": fast, "time_of": sq._time_of(env)}
                     inlined = eval(field.expr, scope)
                     assert inlined == field.value(ref, env), key  # type: ignore[arg-type]
                     assert isinstance(inlined, str) or field.expr_null, key
@@ -598,8 +597,10 @@ def test_the_view_is_the_reference_view(ops: list[tuple[object, ...]]) -> None:
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.sampled_from([0, 1, 999_999, 1_700_000_000, 4_102_444_800, 253_402_300_799, 2**40]),
-    st.integers(-100_000, 100_000),
+    st.sampled_from(
+        [0, 1, 999_999, 1_700_000_000, 4_102_444_800, 0xFFFFFFFE, 253_402_300_799, 2**40]
+    ),
+    st.sampled_from([0, 0, 1, -1, 86_399, -100_000]) | st.integers(-100_000, 100_000),
     TIME_FORMATS,
 )
 def test_the_time_is_formatted_as_it_was(base: int, delta: int, time_format: str | None) -> None:

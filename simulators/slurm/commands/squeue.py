@@ -385,14 +385,29 @@ def _time(epoch: int, env: Mapping[str, str]) -> str:
     """``_print_time``: ``N/A`` for 0, else ``slurm_make_time_str`` (into a 32-byte buffer)."""
     if epoch == 0:
         return "N/A"
-    return _time_str(epoch, env.get("SLURM_TIME_FORMAT"))
+    return _time_of(env)(epoch)
+
+
+_STANDARD_TIME_FORMATS: Final = (None, "standard", "", "relative")
+"""``SLURM_TIME_FORMAT`` values (None: unset) printing ``YYYY-MM-DDTHH:MM:SS``."""
+
+
+def _time_of(env: Mapping[str, str]) -> Callable[[int], str]:
+    """``slurm_make_time_str`` into a 32-byte buffer under ``env``'s ``SLURM_TIME_FORMAT``."""
+    time_format = env.get("SLURM_TIME_FORMAT")
+    if time_format in _STANDARD_TIME_FORMATS:
+        return _standard_time
+    return functools.partial(_formatted_time, {"SLURM_TIME_FORMAT": time_format})
 
 
 @functools.lru_cache(maxsize=4096)
-def _time_str(epoch: int, time_format: str | None) -> str:
-    """``slurm_make_time_str`` into a 32-byte buffer under ``SLURM_TIME_FORMAT`` (None: unset),
-    a pure function of its arguments, so computed once for each."""
-    env = {} if time_format is None else {"SLURM_TIME_FORMAT": time_format}
+def _standard_time(epoch: int) -> str:
+    """``epoch`` in Slurm's standard layout: a pure function of it (digits only, whatever the
+    locale), so computed once for each."""
+    return _formatted_time({}, epoch)
+
+
+def _formatted_time(env: Mapping[str, str], epoch: int) -> str:
     return (
         format_time(epoch, env)
         .encode("utf-8", "surrogateescape")[:31]
@@ -402,8 +417,8 @@ def _time_str(epoch: int, time_format: str | None) -> str:
 
 def _time_expr(epoch: str) -> str:
     """:func:`_time` of ``epoch`` (an expression) as an expression for ``Field.expr``, where
-    ``time_format`` is the ``SLURM_TIME_FORMAT`` of the call's environment."""
-    return f"'N/A' if {epoch} == 0 else time_str({epoch}, time_format)"
+    ``time_of`` is :func:`_time_of` the call's environment."""
+    return f"'N/A' if {epoch} == 0 else time_of({epoch})"
 
 
 class _Const:
@@ -1005,7 +1020,7 @@ def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
     namespace: dict[str, object] = {
         "decoded": _decoded,
         "print_str": print_str,
-        "time_str": _time_str,
+        "time_of_env": _time_of,
     }
     body: list[str] = []
     template: list[str] = []  # an f-string's text: literals with their braces doubled
@@ -1027,7 +1042,7 @@ def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
             "def lines(views, env):",
             "    out = []",
             "    append = out.append",
-            "    time_format = env.get('SLURM_TIME_FORMAT')",
+            "    time_of = time_of_env(env)",
             "    for view in views:",
             "        job = view.job",
             *(f"        {line}" for line in body),
