@@ -417,7 +417,7 @@ def _formatted_time(env: Mapping[str, str], epoch: int) -> str:
 
 def _time_expr(epoch: str) -> str:
     """:func:`_time` of ``epoch`` (an expression) as an expression for ``Field.expr``, where
-    ``time_of`` is :func:`_time_of` the call's environment."""
+    ``time_of`` is :func:`_time_of` of the call's environment."""
     return f"'N/A' if {epoch} == 0 else time_of({epoch})"
 
 
