@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
@@ -121,34 +122,81 @@ _VALID_STATES: Final = ",".join(name for name, _ in BASE_STATES + FLAG_STATES)
 # -- the job as squeue receives it (pack_job) -----------------------------------------------------
 
 
-@dataclass(frozen=True)
+_NO_FLAGS: Final[frozenset[str]] = frozenset()
+_COMPLETING: Final = frozenset({"COMPLETING"})
+_SPECIAL_EXIT: Final = frozenset({"SPECIAL_EXIT"})
+_REQUEUED: Final = frozenset({"REQUEUED"})
+_REQUEUE_STATES: Final = (JobState.SPECIAL_EXIT, JobState.REQUEUED)
+# An enum's member read off its class costs a lookup through the metaclass; these are one each.
+_COMPLETING_STATE: Final = JobState.COMPLETING
+_SPECIAL_EXIT_STATE: Final = JobState.SPECIAL_EXIT
+_REQUEUED_STATE: Final = JobState.REQUEUED
+
+
+def _state_view(state: JobState) -> tuple[JobState, str, frozenset[str], bool]:
+    """A state (not COMPLETING), its base state, its flags and whether it is pending."""
+    base = "PENDING" if state in _REQUEUE_STATES else str(state)
+    if state is _SPECIAL_EXIT_STATE:
+        flags = _SPECIAL_EXIT
+    elif state is _REQUEUED_STATE:
+        flags = _REQUEUED
+    else:
+        flags = _NO_FLAGS
+    return state, base, flags, base == "PENDING"
+
+
+_STATE_VIEWS: Final[dict[JobState, tuple[JobState, str, frozenset[str], bool]]] = {
+    state: _state_view(state) for state in JobState if state is not _COMPLETING_STATE
+}
+"""What a view reads of each state but COMPLETING (whose base depends on the job)."""
+
+
 class JobView:
-    """A job record as slurmctld packs it for squeue at ``now``."""
+    """A job record as slurmctld packs it for squeue at ``now``.
+
+    What every listing reads of it (its base state, flags, whether it is pending, its start
+    time) is computed once, here; the rest on each access. A view is made and read within one
+    command, while the job cannot change."""
+
+    __slots__ = ("base", "cluster", "flags", "job", "now", "pending", "start_time", "submit_host")
 
     job: Job
     now: int
     cluster: str
     submit_host: str
+    base: str
+    flags: frozenset[str]
+    pending: bool
+    start_time: int
 
-    @property
-    def base(self) -> str:
-        state = self.job.state
-        if state in (JobState.SPECIAL_EXIT, JobState.REQUEUED):
-            return "PENDING"
-        if state is JobState.COMPLETING:
-            return "PENDING" if self.job.requeue_target is not None else "COMPLETED"
-        return str(state)
-
-    @property
-    def flags(self) -> frozenset[str]:
-        state = self.job.state
-        if state is JobState.COMPLETING:
-            return frozenset({"COMPLETING"})
-        if state is JobState.SPECIAL_EXIT:
-            return frozenset({"SPECIAL_EXIT"})
-        if state is JobState.REQUEUED:
-            return frozenset({"REQUEUED"})
-        return frozenset()
+    def __init__(self, job: Job, now: int, cluster: str, submit_host: str) -> None:
+        self.job = job
+        self.now = now
+        self.cluster = cluster
+        self.submit_host = submit_host
+        state = job.state
+        known = _STATE_VIEWS.get(state)
+        if known is not None and known[0] is state:
+            _, self.base, self.flags, pending = known
+        else:
+            if state is _COMPLETING_STATE:
+                base = "PENDING" if job.requeue_target is not None else "COMPLETED"
+                self.flags = _COMPLETING
+            else:  # no JobState member (so each flag's test, by identity, fails)
+                base = "PENDING" if state in _REQUEUE_STATES else str(state)
+                self.flags = _NO_FLAGS
+            self.base = base
+            pending = base == "PENDING"
+        self.pending = pending
+        start = job.start_time
+        if not pending:
+            self.start_time = start
+        elif start:
+            self.start_time = start if start > now else now
+        elif job.begin_time > now:
+            self.start_time = job.begin_time
+        else:
+            self.start_time = 0
 
     @property
     def state_name(self) -> str:
@@ -159,25 +207,10 @@ class JobView:
         return self.job.state.compact
 
     @property
-    def pending(self) -> bool:
-        return self.base == "PENDING"
-
-    @property
     def time_limit(self) -> int:
         """Minutes, or INFINITE (the lab partition has no limit)."""
         limit = self.job.time_limit
         return INFINITE if limit is None else limit
-
-    @property
-    def start_time(self) -> int:
-        job = self.job
-        if not self.pending:
-            return job.start_time
-        if job.start_time:
-            return max(job.start_time, self.now)
-        if job.begin_time > self.now:
-            return job.begin_time
-        return 0
 
     @property
     def end_time(self) -> int:
@@ -341,12 +374,40 @@ class Field:
     cut: bool = True
     header_cut: bool = True
     cut_when: Callable[[JobView], bool] | None = None
+    expr: str | None = None
+    """The value as a Python expression of ``job`` (``view.job``), ``view`` and ``env``,
+    inlined by the compiled printing (see :func:`compile_items`); None: ``value`` is called."""
+    expr_null: bool = False
+    """Whether ``expr`` can give None (else it always gives a str)."""
 
 
 def _time(epoch: int, env: Mapping[str, str]) -> str:
     """``_print_time``: ``N/A`` for 0, else ``slurm_make_time_str`` (into a 32-byte buffer)."""
     if epoch == 0:
         return "N/A"
+    return _time_of(env)(epoch)
+
+
+_STANDARD_TIME_FORMATS: Final = (None, "standard", "", "relative")
+"""``SLURM_TIME_FORMAT`` values (None: unset) printing ``YYYY-MM-DDTHH:MM:SS``."""
+
+
+def _time_of(env: Mapping[str, str]) -> Callable[[int], str]:
+    """``slurm_make_time_str`` into a 32-byte buffer under ``env``'s ``SLURM_TIME_FORMAT``."""
+    time_format = env.get("SLURM_TIME_FORMAT")
+    if time_format in _STANDARD_TIME_FORMATS:
+        return _standard_time
+    return functools.partial(_formatted_time, {"SLURM_TIME_FORMAT": time_format})
+
+
+@functools.lru_cache(maxsize=4096)
+def _standard_time(epoch: int) -> str:
+    """``epoch`` in Slurm's standard layout: a pure function of it (digits only, whatever the
+    locale), so computed once for each."""
+    return _formatted_time({}, epoch)
+
+
+def _formatted_time(env: Mapping[str, str], epoch: int) -> str:
     return (
         format_time(epoch, env)
         .encode("utf-8", "surrogateescape")[:31]
@@ -354,8 +415,26 @@ def _time(epoch: int, env: Mapping[str, str]) -> str:
     )
 
 
+def _time_expr(epoch: str) -> str:
+    """:func:`_time` of ``epoch`` (an expression) as an expression for ``Field.expr``, where
+    ``time_of`` is :func:`_time_of` of the call's environment."""
+    return f"'N/A' if {epoch} == 0 else time_of({epoch})"
+
+
+class _Const:
+    """A field whose value is the same for every job (rendered once per format)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | None) -> None:
+        self.text = text
+
+    def __call__(self, view: JobView, env: Mapping[str, str]) -> str | None:
+        return self.text
+
+
 def _const(text: str | None) -> ValueFn:
-    return lambda view, env: text
+    return _Const(text)
 
 
 def _reason(view: JobView, env: Mapping[str, str]) -> str:
@@ -410,12 +489,12 @@ def _stderr(view: JobView, env: Mapping[str, str]) -> str:
 
 _F: Final = Field
 FIELDS: Final[dict[str, Field]] = {
-    "account": _F("ACCOUNT", lambda v, e: v.job.account),
+    "account": _F("ACCOUNT", lambda v, e: v.job.account, expr="job.account"),
     "accrue_time": _F("ACCRUE_TIME", lambda v, e: _time(v.accrue_time, e)),
     "admin_comment": _F("ADMIN_COMMENT", _const(None)),
     "alloc_nodes": _F("ALLOC_NODES", lambda v, e: v.submit_host),
     "alloc_sid": _F("ALLOC_SID", _const("1")),
-    "array_job_id": _F("ARRAY_JOB_ID", lambda v, e: str(v.job.job_id)),
+    "array_job_id": _F("ARRAY_JOB_ID", lambda v, e: str(v.job.job_id), expr="str(job.job_id)"),
     "array_task_id": _F("ARRAY_TASK_ID", _const("N/A")),
     "assoc_id": _F("ASSOC_ID", _const("0")),
     "batch_flag": _F("BATCH_FLAG", _const("1")),
@@ -426,7 +505,9 @@ FIELDS: Final[dict[str, Field]] = {
     "cluster_features": _F("CLUSTER_FEATURES", _const(None)),
     "cluster_name": _F("CLUSTER", lambda v, e: v.cluster),
     "command": _F("COMMAND", lambda v, e: v.command),
-    "comment": _F("COMMENT", lambda v, e: v.job.comment or None),
+    "comment": _F(
+        "COMMENT", lambda v, e: v.job.comment or None, expr="job.comment or None", expr_null=True
+    ),
     "container": _F("CONTAINER", _const(None)),
     "contiguous": _F("CONTIGUOUS", _const("0")),
     "core_spec": _F("CORE_SPEC", _const("N/A")),
@@ -437,7 +518,9 @@ FIELDS: Final[dict[str, Field]] = {
     "delay_boot": _F("DELAY_BOOT", _const("0:00")),
     "dependency": _F("DEPENDENCY", _const(None)),
     "derived_ec": _F("DERIVED_EC", _const("0")),
-    "eligible_time": _F("ELIGIBLE_TIME", lambda v, e: _time(v.job.begin_time, e)),
+    "eligible_time": _F(
+        "ELIGIBLE_TIME", lambda v, e: _time(v.job.begin_time, e), expr=_time_expr("job.begin_time")
+    ),
     "exc_nodes": _F("EXC_NODES", _const(""), cut=False),
     "exit_code": _F("EXIT_CODE", lambda v, e: str(v.job.exit_code << 8 | v.job.exit_signal)),
     "features": _F("FEATURES", _const(None)),
@@ -447,20 +530,20 @@ FIELDS: Final[dict[str, Field]] = {
     "fed_siblings_active_raw": _F("ACTIVE_SIBLINGS_RAW", _const("NA")),
     "fed_siblings_viable": _F("VIABLE_SIBLINGS", _const("NA")),
     "fed_siblings_viable_raw": _F("VIALBLE_SIBLINGS_RAW", _const("NA")),
-    "group_id": _F("GROUP", lambda v, e: str(v.job.uid)),
-    "group_name": _F("GROUP", lambda v, e: v.job.user),
+    "group_id": _F("GROUP", lambda v, e: str(v.job.uid), expr="str(job.uid)"),
+    "group_name": _F("GROUP", lambda v, e: v.job.user, expr="job.user"),
     "het_job_id": _F("HET_JOB_ID", _const("N/A")),
     "het_job_id_set": _F("HET_JOB_ID_SET", _const("N/A")),
     "het_job_offset": _F("HET_JOB_OFFSET", _const("N/A")),
-    "job_id": _F("JOBID", lambda v, e: str(v.job.job_id)),
-    "job_id2": _F("JOBID", lambda v, e: str(v.job.job_id)),
+    "job_id": _F("JOBID", lambda v, e: str(v.job.job_id), expr="str(job.job_id)"),
+    "job_id2": _F("JOBID", lambda v, e: str(v.job.job_id), expr="str(job.job_id)"),
     "job_last_sched_eval": _F(
         "LAST_SCHED_EVAL", lambda v, e: _time(v.job.last_eval or v.job.submit_time, e)
     ),
-    "job_state": _F("STATE", lambda v, e: v.state_name),
-    "job_state_compact": _F("ST", lambda v, e: v.compact),
+    "job_state": _F("STATE", lambda v, e: v.state_name, expr="str(job.state)"),
+    "job_state_compact": _F("ST", lambda v, e: v.compact, expr="job.state.compact"),
     "licenses": _F("LICENSES", _const(None)),
-    "max_cpus": _F("MAX_CPUS", lambda v, e: str(v.job.cpus)),
+    "max_cpus": _F("MAX_CPUS", lambda v, e: str(v.job.cpus), expr="str(job.cpus)"),
     "max_nodes": _F("MAX_NODES", lambda v, e: str(v.nodes)),
     "mcs_label": _F("MCSLABEL", _const(None)),
     "mem_per_tres": _F("MEM_PER_TRES", _const("N/A")),
@@ -468,7 +551,7 @@ FIELDS: Final[dict[str, Field]] = {
     "min_memory": _F("MIN_MEMORY", _const("0")),
     "min_time": _F("TIME_MIN", _const("0:00")),
     "min_tmp_disk": _F("MIN_TMP_DISK", _const("0")),
-    "name": _F("NAME", lambda v, e: v.job.name),
+    "name": _F("NAME", lambda v, e: v.job.name, expr="job.name"),
     "network": _F("NETWORK", _const(None)),
     "nice": _F("NICE", _const("0")),
     "nodes": _F("NODELIST", _nodelist, cut=False, header_cut=False),
@@ -483,19 +566,19 @@ FIELDS: Final[dict[str, Field]] = {
         ),
     ),
     "ntasks_per_socket": _F("NTASKS_PER_SOCKET", _const("N/A")),
-    "num_cpus": _F("CPUS", lambda v, e: str(v.job.cpus)),
-    "num_nodes": _F("NODES", lambda v, e: str(v.nodes)),
+    "num_cpus": _F("CPUS", lambda v, e: str(v.job.cpus), expr="str(job.cpus)"),
+    "num_nodes": _F("NODES", lambda v, e: str(v.nodes), expr="str(job.submission.nodes)"),
     "num_sct": _F("S:C:T", _const("*:*:*")),
     "num_tasks": _F("TASKS", lambda v, e: str(v.tasks)),
     "over_subscribe": _F("OVER_SUBSCRIBE", _const("OK")),
-    "partition": _F("PARTITION", lambda v, e: v.job.partition),
+    "partition": _F("PARTITION", lambda v, e: v.job.partition, expr="job.partition"),
     "preempt_time": _F("PREEMPT_TIME", _const("N/A")),
     "prefer": _F("PREFER", _const(None)),
     "priority": _F("PRIORITY", _priority),
-    "priority_long": _F("PRIORITY", lambda v, e: str(v.job.priority)),
+    "priority_long": _F("PRIORITY", lambda v, e: str(v.job.priority), expr="str(job.priority)"),
     "profile": _F("PROFILE", _const("NotSet")),
     "qos": _F("QOS", _const("normal")),
-    "reason": _F("REASON", _reason),
+    "reason": _F("REASON", _reason, expr="job.reason"),
     "reason_list": _F("NODELIST(REASON)", _reason_list, header_cut=False, cut_when=_shows_reason),
     "reboot": _F("REBOOT", _const("0")),
     "req_nodes": _F("REQ_NODES", _const(""), cut=False),
@@ -503,7 +586,9 @@ FIELDS: Final[dict[str, Field]] = {
     "requeue": _F("REQUEUE", lambda v, e: str(int(v.job.requeue))),
     "reservation": _F("RESERVATION", _const(None)),
     "resize_time": _F("RESIZE_TIME", _const("N/A"), cut=False),
-    "restart_cnt": _F("RESTART_COUNT", lambda v, e: str(v.job.restart_count)),
+    "restart_cnt": _F(
+        "RESTART_COUNT", lambda v, e: str(v.job.restart_count), expr="str(job.restart_count)"
+    ),
     "schednodes": _F("SCHEDNODES", _const(None), cut=False, header_cut=False),
     "select_jobinfo": _F("", _const("")),
     "sockets": _F("SOCKETS_PER_NODE", _const("*")),
@@ -517,8 +602,12 @@ FIELDS: Final[dict[str, Field]] = {
     "time_left": _F("TIME_LEFT", _time_left, cut=False),
     "time_limit": _F("TIME_LIMIT", _time_limit, cut=False),
     "time_pending": _F("PENDING_TIME", _pending_time),
-    "time_start": _F("START_TIME", lambda v, e: _time(v.start_time, e)),
-    "time_submit": _F("SUBMIT_TIME", lambda v, e: _time(v.job.submit_time, e)),
+    "time_start": _F(
+        "START_TIME", lambda v, e: _time(v.start_time, e), expr=_time_expr("view.start_time")
+    ),
+    "time_submit": _F(
+        "SUBMIT_TIME", lambda v, e: _time(v.job.submit_time, e), expr=_time_expr("job.submit_time")
+    ),
     "time_used": _F("TIME", lambda v, e: _secs(v.time_used), cut=False),
     "tres_alloc": _F("TRES_ALLOC", lambda v, e: v.tres),
     "tres_bind": _F("TRES_BIND", _const("N/A")),
@@ -527,8 +616,8 @@ FIELDS: Final[dict[str, Field]] = {
     "tres_per_node": _F("TRES_PER_NODE", _const("N/A")),
     "tres_per_socket": _F("TRES_PER_SOCKET", _const("N/A")),
     "tres_per_task": _F("TRES_PER_TASK", _const("N/A")),
-    "user_id": _F("UID", lambda v, e: str(v.job.uid)),
-    "user_name": _F("USER", lambda v, e: v.job.user),
+    "user_id": _F("UID", lambda v, e: str(v.job.uid), expr="str(job.uid)"),
+    "user_name": _F("USER", lambda v, e: v.job.user, expr="job.user"),
     "wait4switch": _F("WAIT4SWITCH", _const("0:00")),
     "wckey": _F("WCKEY", _const(None)),
     "work_dir": _F("WORK_DIR", lambda v, e: v.job.submission.work_dir),
@@ -841,6 +930,144 @@ def render_line(items: Sequence[Item], view: JobView | None, env: Mapping[str, s
     return b"".join(item.render(view, env) for item in items) + b"\n"
 
 
+# -- printing fast: a format compiled once into a function printing the jobs' lines -------------
+#
+# The lines are built as one ``str`` and encoded once: with ``surrogateescape`` a string
+# encodes character by character, so encoding the concatenation gives the concatenation of
+# the encodings :func:`render_line` joins. Only a field with a width above 0 is padded and cut
+# by bytes; for an ASCII value bytes and characters are one, else :func:`print_str` does it
+# and its bytes are decoded back (``surrogateescape`` decodes any bytes to a string that
+# encodes to them again). A field's value is its ``expr`` where it has one (the same value as
+# its ``value``, inlined), else a call of its ``value``. tests/simulators/test_squeue_fast.py
+# holds the reference printing as the oracle of this one.
+
+LinesFn = Callable[[Sequence[JobView], Mapping[str, str]], str]
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A parsed format ready to print: its items (for the header), the error lines of the
+    parse, and the function giving the lines of a list of jobs (newlines included)."""
+
+    items: tuple[Item, ...]
+    errors: tuple[str, ...]
+    lines: LinesFn
+
+
+def _decoded(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _varies(item: Item) -> bool:
+    """Whether what ``item`` prints depends on the job."""
+    if item.kind != "field":
+        return False
+    field = FIELDS[item.key]
+    return not isinstance(field.value, _Const) or field.cut_when is not None
+
+
+def _literal(item: Item) -> str:
+    """What ``item`` prints for every job, when that does not depend on the job."""
+    if item.kind != "field":
+        return item.suffix or ""
+    field = FIELDS[item.key]
+    assert isinstance(field.value, _Const)
+    text = field.value.text
+    return _decoded(print_str(text, item.width, item.right, field.cut)) + (item.suffix or "")
+
+
+def _field_code(item: Item, n: int, namespace: dict[str, object]) -> list[str]:
+    """The statements leaving in ``t<n>`` what ``item`` prints for ``view`` (``job`` is its
+    job), its suffix excepted; what they call is put in ``namespace``."""
+    field = FIELDS[item.key]
+    var = f"t{n}"
+    if field.expr is not None:
+        code = [f"{var} = {field.expr}"]
+    else:
+        namespace[f"value{n}"] = field.value
+        code = [f"{var} = value{n}(view, env)"]
+    width = max(-MAX_WIDTH, min(MAX_WIDTH, item.width))
+    if width <= 0:
+        if field.expr is None or field.expr_null:
+            code.append(f"if {var} is None: {var} = '(null)'")
+        return code
+    if field.cut_when is not None:
+        namespace[f"cut_when{n}"] = field.cut_when
+        cut = f"cut_when{n}(view)"
+    else:
+        cut = repr(field.cut)
+    if not item.right:  # printf's precision: always cut
+        ascii_case = [f"{var} = {var}[:{width}].ljust({width})"]
+    elif field.cut_when is None:
+        ascii_case = [f"{var} = {var}.rjust({width})" + (f"[:{width}]" if field.cut else "")]
+    else:
+        ascii_case = [f"{var} = {var}.rjust({width})", f"if {cut}: {var} = {var}[:{width}]"]
+    return [
+        *code,
+        f"if {var} is not None and {var}.isascii():",
+        *(f"    {line}" for line in ascii_case),
+        "else:",
+        f"    {var} = decoded(print_str({var}, {width}, {item.right!r}, {cut}))",
+    ]
+
+
+def compile_items(items: Sequence[Item], errors: Sequence[str]) -> Compiled:
+    """``items`` (and their parse's ``errors``) compiled into a function printing jobs' lines:
+    ``lines(views, env)`` is ``render_line(items, view, env)`` of each view, joined and
+    decoded. The generated code holds FIELDS' expressions, names bound in its namespace and
+    integers; a format's own text only ever as the ``repr`` of an f-string's literal text,
+    its braces doubled, so no text of a format is code."""
+    namespace: dict[str, object] = {
+        "decoded": _decoded,
+        "print_str": print_str,
+        "time_of_env": _time_of,
+    }
+    body: list[str] = []
+    template: list[str] = []  # an f-string's text: literals with their braces doubled
+    fields = 0
+    for item in items:
+        if not _varies(item):
+            template.append(_literal(item).replace("{", "{{").replace("}", "}}"))
+            continue
+        n = fields
+        fields += 1
+        body.extend(_field_code(item, n, namespace))
+        template.append(f"{{t{n}}}")
+        if item.width < 0:
+            template.append(" ")
+        template.append((item.suffix or "").replace("{", "{{").replace("}", "}}"))
+    template.append("\n")
+    source = "\n".join(
+        [
+            "def lines(views, env):",
+            "    out = []",
+            "    append = out.append",
+            "    time_of = time_of_env(env)",
+            "    for view in views:",
+            "        job = view.job",
+            *(f"        {line}" for line in body),
+            f"        append(f{''.join(template)!r})",
+            "    return ''.join(out)",
+        ]
+    )
+    exec(compile(source, "<squeue format>", "exec"), namespace)
+    lines = namespace["lines"]
+    assert callable(lines)
+    return Compiled(tuple(items), tuple(errors), lines)
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_format(fmt: str) -> Compiled:
+    """``-o`` format ``fmt`` parsed and compiled (a pure function of it, so done once)."""
+    return compile_items(*parse_format(fmt))
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_long_format(fmt: str) -> Compiled:
+    """``-O`` format ``fmt`` parsed and compiled (a pure function of it, so done once)."""
+    return compile_items(*_parsed_long_format(fmt))
+
+
 # -- sorting (glibc qsort is a stable merge sort; tests/simulators/test_squeue_sort.py holds it,
 # with Slurm's comparators, and checks these sorts give its order) -------------------------------
 
@@ -857,41 +1084,90 @@ def _sorted_by_start(views: list[JobView], reverse: bool) -> list[JobView]:
     out as any stable sort on the key puts them. A view with 0 loses every comparison, even to
     another 0: every merge takes the other side's views first, and of two 0s the right one,
     so the 0s come last, in the reverse of their order."""
-    starting: list[JobView] = []
-    unknown: list[JobView] = []
-    for view in views:
-        (starting if view.start_time != 0 else unknown).append(view)
+    starting = [view for view in views if view.start_time != 0]
+    unknown = [view for view in views if view.start_time == 0]
     return sorted(starting, key=_start, reverse=reverse) + unknown[::-1]
 
 
-_SORT_KEYS: Final[dict[str, Callable[[JobView], int | str | bytes]]] = {
-    "B": lambda v: _b(v.batch_host or ""),
-    "C": lambda v: v.job.cpus,
-    "D": lambda v: v.nodes,
-    "e": lambda v: v.end_time,
-    "g": lambda v: _b(v.job.user),
-    "G": lambda v: v.job.uid,
-    "i": lambda v: v.job.job_id,
-    "j": lambda v: _b(v.job.name),
-    "l": lambda v: v.time_limit,
-    "L": lambda v: (v.time_limit * 60 - v.time_used) if v.time_limit != INFINITE else INFINITE,
-    "M": lambda v: v.time_used,
-    "N": lambda v: _b(v.job.nodelist),
-    "p": lambda v: v.job.priority,
-    "P": lambda v: _b(v.job.partition),
-    "Q": lambda v: v.job.priority,
-    "t": lambda v: _b(v.compact),
-    "T": lambda v: _b(v.state_name),
-    "u": lambda v: _b(v.job.user),
-    "U": lambda v: v.job.uid,
-    "V": lambda v: v.job.submit_time,
+_COMPACT: Final = {state: state.compact for state in JobState}
+"""``JobState.compact`` of each state, without its property's call."""
+
+TextKeys = Callable[[list[JobView]], list[str]]
+
+
+def _each(key: Callable[[JobView], str]) -> TextKeys:
+    return lambda views: list(map(key, views))
+
+
+_JOB_STATE: Final = operator.attrgetter("job.state")
+
+# Keys compared as bytes (strcmp), given as the list of the views' texts: see _text_keys.
+_TEXT_SORT_KEYS: Final[dict[str, TextKeys]] = {
+    "B": lambda views: [v.batch_host or "" for v in views],
+    "g": _each(operator.attrgetter("job.user")),
+    "j": _each(operator.attrgetter("job.name")),
+    "N": _each(operator.attrgetter("job.nodelist")),
+    "P": _each(operator.attrgetter("job.partition")),
+    "t": lambda views: [_COMPACT[state] for state in map(_JOB_STATE, views)],
+    "T": _each(operator.attrgetter("state_name")),
+    "u": _each(operator.attrgetter("job.user")),
 }
+_SORT_KEYS: Final[dict[str, Callable[[JobView], int]]] = {
+    "C": operator.attrgetter("job.cpus"),
+    "D": operator.attrgetter("nodes"),
+    "e": operator.attrgetter("end_time"),
+    "G": operator.attrgetter("job.uid"),
+    "i": operator.attrgetter("job.job_id"),
+    "l": operator.attrgetter("time_limit"),
+    "L": lambda v: (v.time_limit * 60 - v.time_used) if v.time_limit != INFINITE else INFINITE,
+    "M": operator.attrgetter("time_used"),
+    "p": operator.attrgetter("job.priority"),
+    "Q": operator.attrgetter("job.priority"),
+    "U": operator.attrgetter("job.uid"),
+    "V": operator.attrgetter("job.submit_time"),
+}
+
+
+def _sorted_by(
+    views: list[JobView], keys: Sequence[int | str | bytes], reverse: bool
+) -> list[JobView]:
+    """``sorted(views, key=..., reverse=reverse)`` where ``keys`` holds each view's key: the
+    views as they are when every key is the same (a stable sort keeps their order)."""
+    if len(set(keys)) <= 1:
+        return views
+    order = sorted(range(len(views)), key=keys.__getitem__, reverse=reverse)
+    return [views[i] for i in order]
+
+
+def _text_keys(texts: list[str]) -> Sequence[str | bytes]:
+    """What strcmp compares of ``texts``: their bytes, or the texts themselves when ASCII
+    (as their bytes compare)."""
+    return texts if all(map(str.isascii, texts)) else [_b(text) for text in texts]
+
+
 _SORT_NOOP: Final = frozenset("bcdfhHIJmnOvz")
 
 
 def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | None]:
     """``sort_jobs_by_start_time`` then ``sort_job_list``; the error line for a bad letter."""
     views = _sorted_by_start(views, True)
+    steps, error = _sort_steps(spec)
+    for letter, reverse in steps:
+        if letter == "S":
+            views = _sorted_by_start(views, reverse)
+        # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
+        elif letter in _TEXT_SORT_KEYS:
+            views = _sorted_by(views, _text_keys(_TEXT_SORT_KEYS[letter](views)), reverse)
+        else:
+            views = _sorted_by(views, list(map(_SORT_KEYS[letter], views)), reverse)
+    return views, error
+
+
+@functools.lru_cache(maxsize=64)
+def _sort_steps(spec: str) -> tuple[tuple[tuple[str, bool], ...], str | None]:
+    """``sort_job_list``'s reading of ``spec`` (a pure function of it, so done once): the
+    sorts to make, in their order (letter, reversed), up to a bad letter, and its error line."""
+    steps: list[tuple[str, bool]] = []
     i = len(spec) - 1
     while i >= 0:
         letter = spec[i]
@@ -902,15 +1178,12 @@ def sort_views(views: list[JobView], spec: str) -> tuple[list[JobView], str | No
         if i + 1 >= 7 and spec[i - 6 : i + 1].lower() == "cluster":
             i -= 7
             continue  # one cluster: sorting by its name changes nothing
-        if letter == "S":
-            views = _sorted_by_start(views, reverse)
-        elif letter in _SORT_KEYS:
-            # Slurm's comparator on a key is consistent: a stable sort gives the merge sort's order
-            views = sorted(views, key=_SORT_KEYS[letter], reverse=reverse)
+        if letter == "S" or letter in _TEXT_SORT_KEYS or letter in _SORT_KEYS:
+            steps.append((letter, reverse))
         elif letter not in _SORT_NOOP:
-            return views, f"{PROG}: error: Invalid sort specification: {letter}"
+            return tuple(steps), f"{PROG}: error: Invalid sort specification: {letter}"
         i -= 1
-    return views, None
+    return tuple(steps), None
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -964,29 +1237,25 @@ def _run(
         raise CommandExit(1)
     jobs = _load(sim, params, result)
     if params.format is not None:
-        items, errors = parse_format(params.format)
+        compiled = compiled_format(params.format)
     else:
         fmt = params.format_long
         if fmt is None:
             fmt = LONG_FORMAT if params.long_list else DEFAULT_FORMAT
-        items, errors = parse_long_format(fmt)
-    for line in errors:
+        compiled = compiled_long_format(fmt)
+    for line in compiled.errors:
         result.err(line)
     if not params.no_header:
-        out += render_line(items, None, env)
+        out += render_line(compiled.items, None, env)
     now = controller.now
     config = sim.config
-    views = [
-        JobView(job, now, config.cluster_name, config.submit_host)
-        for job in jobs
-        if _keep(job, params, now)
-    ]
+    views = _kept(jobs, params, now, config.cluster_name, config.submit_host)
     views, sort_error = sort_views(views, params.sort or DEFAULT_SORT)
     if sort_error is not None:
         result.err(sort_error)
         raise CommandExit(1)
-    for view in views:
-        out += render_line(items, view, env)
+    if views:
+        out += compiled.lines(views, env).encode("utf-8", "surrogateescape")
     if params.iterate:
         out += b"\n"
 
@@ -1191,6 +1460,9 @@ def _node_set(text: str, result: Output) -> set[str]:
     return nodes
 
 
+_SEQ: Final = operator.attrgetter("seq")
+
+
 def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
     """The jobs slurmctld returns, in its list order, before squeue's own filters."""
     controller = sim.controller
@@ -1210,44 +1482,65 @@ def _load(sim: SlurmSim, params: _Params, result: Output) -> list[Job]:
         candidates = [controller.jobs[i] for i, _ in params.jobs if i in controller.jobs]
     else:
         candidates = controller.jobs.values()
-    return sorted(candidates, key=lambda j: j.seq)
+    return sorted(candidates, key=_SEQ)
+
+
+_LISTED_BASES: Final = ("RUNNING", "SUSPENDED")
 
 
 def _state_selected(view: JobView, states: list[tuple[str, bool]] | None) -> bool:
     """``-t`` as squeue applies it; without it, pending, running, suspended and completing."""
     if states is None:
-        return view.pending or view.base in ("RUNNING", "SUSPENDED") or "COMPLETING" in view.flags
+        return view.pending or view.base in _LISTED_BASES or "COMPLETING" in view.flags
     return any(
         (name in view.flags) if flag else (name == view.base and not view.flags)
         for name, flag in states
     )
 
 
-def _keep(job: Job, params: _Params, now: int) -> bool:
-    """``_filter_job`` and ``_filter_job_part``."""
-    if params.jobs is not None and not any(
-        job_id == job.job_id and array_id is None for job_id, array_id in params.jobs
-    ):
-        return False
-    if params.licenses is not None:
-        return False  # no job of the simulated cluster uses licenses
-    if params.accounts is not None and not any(
-        a.lower() == job.account.lower() for a in params.accounts
-    ):
-        return False
+def _kept(
+    jobs: list[Job], params: _Params, now: int, cluster: str, submit_host: str
+) -> list[JobView]:
+    """The views of the jobs ``_filter_job`` and ``_filter_job_part`` keep, in their order.
+    Every test is a pure function of the job, so each is applied to the whole list in turn,
+    and a view is made only for the jobs that pass those that do not need one."""
+    if params.licenses is not None or params.reservation is not None:
+        return []  # no job of the simulated cluster uses licenses or a reservation
     if params.qos is not None and not any(q.lower() == "normal" for q in params.qos):
-        return False
-    if not params.all_states and not _state_selected(JobView(job, now, "", ""), params.states):
-        return False
-    if params.nodes is not None and not (set(job.nodelist.split(",")) & params.nodes):
-        return False
-    if params.users is not None and job.uid not in params.users:
-        return False
-    if params.reservation is not None:
-        return False  # no reservations on the simulated cluster
-    if params.names is not None and not any(n.lower() == job.name.lower() for n in params.names):
-        return False
-    return params.partitions is None or job.partition in params.partitions
+        return []
+    if params.jobs is not None:
+        wanted = params.jobs
+        jobs = [
+            job
+            for job in jobs
+            if any(job_id == job.job_id and array_id is None for job_id, array_id in wanted)
+        ]
+    if params.accounts is not None:
+        accounts = params.accounts
+        jobs = [job for job in jobs if any(a.lower() == job.account.lower() for a in accounts)]
+    if params.nodes is not None:
+        nodes = params.nodes
+        jobs = [job for job in jobs if set(job.nodelist.split(",")) & nodes]
+    if params.users is not None:
+        users = params.users
+        jobs = [job for job in jobs if job.uid in users]
+    if params.names is not None:
+        names = params.names
+        jobs = [job for job in jobs if any(n.lower() == job.name.lower() for n in names)]
+    if params.partitions is not None:
+        partitions = params.partitions
+        jobs = [job for job in jobs if job.partition in partitions]
+    views = [JobView(job, now, cluster, submit_host) for job in jobs]
+    if params.all_states:
+        return views
+    states = params.states
+    if states is None:  # _state_selected(view, None), inlined
+        return [
+            view
+            for view in views
+            if view.pending or view.base in _LISTED_BASES or "COMPLETING" in view.flags
+        ]
+    return [view for view in views if _state_selected(view, states)]
 
 
 # -- --json ---------------------------------------------------------------------------------------
