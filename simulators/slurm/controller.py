@@ -113,6 +113,12 @@ BAD_FEATURES: Final = "Invalid feature specification"
 UNAVAILABLE: Final = "Unable to contact slurm controller (connect failure)"
 
 
+def _size(text: str) -> int:
+    """The length in bytes slurmctld sees: a command line's bytes, which Python gives as text
+    decoded with ``surrogateescape`` (so bytes that are no UTF-8 count as themselves)."""
+    return len(text.encode("utf-8", "surrogateescape"))
+
+
 @dataclass
 class Signal:
     """``--signal=[{R|B}:]<sig>[@<secs>]``."""
@@ -315,7 +321,7 @@ class Controller:
     def _admit(self, sub: Submission) -> tuple[str, int]:
         """slurmctld's checks of a submission: its partition and CPUs, or the error."""
         config = self.config
-        if len(sub.comment.encode()) > 1024 or (sub.name and len(sub.name.encode()) > 1024):
+        if _size(sub.comment) > 1024 or (sub.name and _size(sub.name) > 1024):
             raise SlurmError(TOO_LONG)
         partition = sub.partition or config.partition
         if partition not in config.all_partitions:
@@ -778,7 +784,7 @@ class Controller:
     def set_comment(self, job: Job, comment: str) -> None:
         if job.state.finished:
             raise SlurmError(ALREADY_DONE)
-        if len(comment.encode()) > 1024:
+        if _size(comment) > 1024:
             raise SlurmError(TOO_LONG)
         job.comment = comment
 
