@@ -156,9 +156,10 @@ class Submission:
     environment: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class AcctRecord:
-    """One row of ``sacct -X -D``: one incarnation of one job id."""
+    """One row of ``sacct -X -D``: one incarnation of one job id. Slotted: accounting keeps one
+    per job ever submitted (100,000 jobs: 16 MiB less than with a ``__dict__`` each)."""
 
     db_index: int
     job_id: int

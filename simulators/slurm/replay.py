@@ -145,7 +145,7 @@ class ReplayReport:
     """What a replay found: ``differences`` is empty when every answer was the same."""
 
     differences: list[Difference] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
+    records: Sequence[Record] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -263,7 +263,9 @@ def apply(sim: SlurmSim, record: Record) -> None:
         except SlurmError as error:
             # Recorded only on success: keep the traces aligned and show the difference.
             sim.trace.drive(sim.clock.now(), op, **args)
-            sim.trace.records[-1]["error"] = error.text
+            failed = sim.trace.records[-1]
+            failed["error"] = error.text
+            sim.trace.replace(-1, failed)
     elif kind == "fault":
         name = record["name"]
         if name not in FAULTS:
@@ -290,9 +292,11 @@ def _replay_call(sim: SlurmSim, record: Record) -> None:
         with contextlib.suppress(subprocess.TimeoutExpired):  # recorded by the run
             sim.run(argv, stdin=record["stdin"], env=record["env"], timeout=record.get("limit"))
         if script is not None:
-            for replayed in sim.trace.records[count:]:
+            for index in range(count, len(sim.trace.records)):
+                replayed = sim.trace.records[index]
                 if replayed["kind"] == "call":
                     replayed["argv"] = list(record["argv"])
+                    sim.trace.replace(index, replayed)
 
 
 def _advance_to(sim: SlurmSim, when: float) -> None:

@@ -879,7 +879,7 @@ class Server:
         except Exception as error:
             why = f"it does not replay ({type(error).__name__}: {error})"
             raise StateError(_damaged(path, None, why)) from None
-        del sim.trace.records[1:]  # the history is in the file; memory keeps the header
+        sim.trace.truncate(1)  # the history is in the file; memory keeps the header
         if self.settings.get("execute"):
             self.executor = ShimExecute(sim, float(self.settings["execute_timeout"]))
         return sim
@@ -995,16 +995,16 @@ class Server:
 
     def _commit(self, mark: int) -> None:
         """Append the records since ``mark`` to the trace, durably, and forget them."""
-        records = self.sim.trace.records
-        new = records[mark:]
+        trace = self.sim.trace
+        new = trace.lines(mark)
         if new:
-            data = "".join(dumps(record) + "\n" for record in new).encode("ascii")
+            data = "".join(line + "\n" for line in new).encode("ascii")
             written = os.write(self.fd, data)
             while written < len(data):  # a regular file takes it whole; never loop silently
                 written += os.write(self.fd, data[written:])
             os.fsync(self.fd)
             self.offset += len(data)
-        del records[1:]
+        trace.truncate(1)
 
     def busy(self) -> bool:
         """Scripts are waiting, in real time, for a signal (only with --execute)."""

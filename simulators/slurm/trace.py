@@ -24,6 +24,13 @@ Each line is one JSON object with sorted keys (so the same session gives the sam
   after its start with ``exit_code``. It is an outcome no seed can give: a replay applies it at
   the same event of the same job instead of running the script again.
 
+How a trace is kept in memory: each record as its line, the text a file holds, written when the
+record is made; the last lines as they are, the earlier ones zlib-compressed in chunks (lines of
+one session repeat each other: 100,000 calls of ``benchmarks/slurm_sim.py`` take under 1 MiB,
+where a dict a record took 157 MiB). :attr:`Trace.records` is a read-only sequence that decodes
+a record when it is read, a new dict each time; :meth:`Trace.replace` and
+:meth:`Trace.truncate` change what was recorded.
+
 This module is the format and the recording: :class:`Trace`, what a line holds, :func:`load`;
 :func:`advance`, time passing as a recorded step. It imports nothing that replays:
 :mod:`simulators.slurm.replay` re-runs the causes (calls, drives, direct faults, schedules) on a
@@ -33,14 +40,17 @@ the two traces; it also checks a record before it is replayed (``check_record``)
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import math
 import os
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from simulators.slurm.config import SlurmConfig
 
@@ -57,12 +67,17 @@ Record = dict[str, Any]
 
 
 def env_subset(env: Mapping[str, str]) -> dict[str, str]:
-    """The part of an environment Slurm's commands read, and so the part a trace keeps."""
-    return {
-        name: value
-        for name, value in sorted(env.items())
-        if name in ENV_NAMES or name.startswith(ENV_PREFIXES)
-    }
+    """The part of an environment Slurm's commands read, and so the part a trace keeps (in name
+    order; only that part is sorted)."""
+    if not env:
+        return {}
+    return dict(
+        sorted(
+            (name, value)
+            for name, value in env.items()
+            if name in ENV_NAMES or name.startswith(ENV_PREFIXES)
+        )
+    )
 
 
 def split_env_prefix(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
@@ -84,27 +99,205 @@ def command_argv(argv: Sequence[str]) -> list[str]:
     return split_env_prefix(argv)[1]
 
 
+_ENCODER: Final = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+_MARKERS: Final[dict[int, Any]] = {}  # the C encoder's circular-reference check
+
+
+def _c_encoder() -> Callable[[object, int], Any] | None:
+    """What ``_ENCODER.encode`` makes for each call (``json.encoder``'s C encoder with its
+    options), made once; None without json's C accelerator."""
+    try:
+        from _json import make_encoder
+    except ImportError:  # pragma: no cover (CPython has it)
+        return None
+    return make_encoder(
+        _MARKERS, _ENCODER.default, encode_basestring_ascii, None, ":", ",", True, False, True
+    )
+
+
+_ITERENCODE: Final = _c_encoder()
+
+
 def dumps(record: Record) -> str:
-    """One trace line (without the newline): sorted keys, ASCII, no spaces."""
-    return json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """One trace line (without the newline): sorted keys, ASCII, no spaces.
+
+    The same text as ``json.dumps(record, sort_keys=True, separators=(",", ":"),
+    ensure_ascii=True)``, from the C encoder ``json.dumps`` itself would use, made once rather
+    than for every line (it is on the path of every simulated command)."""
+    if _ITERENCODE is None:  # no C accelerator: json's pure-Python encoder
+        return _ENCODER.encode(record)
+    try:
+        return "".join(_ITERENCODE(record, 0))
+    except BaseException:
+        _MARKERS.clear()  # a failed encoding leaves (and keeps alive) what it was inside
+        raise
+
+
+CHUNK: Final = 1 << 16
+"""How many characters of lines a trace keeps as they are before it compresses them together."""
+LEVEL: Final = 1
+"""zlib's level for the chunks: lines of one session repeat each other, the fastest is enough."""
+
+
+class _Spool:
+    """A trace's lines (JSON text, no newline), in order: the last ones as they are (``tail``),
+    the earlier ones in zlib-compressed chunks of about :data:`CHUNK` characters, each the
+    ASCII of its lines joined by newlines (a line holds none: JSON escapes them)."""
+
+    __slots__ = ("_lines", "_open", "chunks", "ends", "sealed", "size", "tail")
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.ends: list[int] = []  # the index after each chunk's last line
+        self.sealed = 0  # the lines in chunks
+        self.tail: list[str] = []
+        self.size = 0  # the characters in tail
+        self._open = -1  # the chunk whose lines are in _lines (the last one read)
+        self._lines: list[str] = []
+
+    def __len__(self) -> int:
+        return self.sealed + len(self.tail)
+
+    def append(self, line: str) -> None:
+        self.tail.append(line)
+        self.size += len(line)
+        if self.size >= CHUNK:
+            self._seal()
+
+    def _seal(self) -> None:
+        self.chunks.append(zlib.compress("\n".join(self.tail).encode("ascii"), LEVEL))
+        self.sealed += len(self.tail)
+        self.ends.append(self.sealed)
+        self.tail, self.size = [], 0
+
+    def _chunk(self, number: int) -> list[str]:
+        if number != self._open:
+            self._lines = zlib.decompress(self.chunks[number]).decode("ascii").split("\n")
+            self._open = number
+        return self._lines
+
+    def _locate(self, index: int) -> tuple[int, int]:
+        """The chunk holding sealed line ``index`` and the index of its first line."""
+        number = bisect.bisect_right(self.ends, index)
+        return number, self.ends[number - 1] if number else 0
+
+    def line(self, index: int) -> str:
+        """Line ``index`` (0 <= index < len)."""
+        if index >= self.sealed:
+            return self.tail[index - self.sealed]
+        number, first = self._locate(index)
+        return self._chunk(number)[index - first]
+
+    def lines(self, start: int = 0) -> list[str]:
+        """The lines from ``start`` (0 <= start) on."""
+        if start >= self.sealed:
+            return self.tail[start - self.sealed :]
+        number, first = self._locate(start)
+        lines = self._chunk(number)[start - first :]
+        for later in range(number + 1, len(self.chunks)):
+            lines.extend(self._chunk(later))
+        lines.extend(self.tail)
+        return lines
+
+    def replace(self, index: int, line: str) -> None:
+        """Line ``index`` (0 <= index < len) becomes ``line``."""
+        if index >= self.sealed:
+            self.size += len(line) - len(self.tail[index - self.sealed])
+            self.tail[index - self.sealed] = line
+            return
+        number, first = self._locate(index)
+        lines = list(self._chunk(number))
+        lines[index - first] = line
+        self.chunks[number] = zlib.compress("\n".join(lines).encode("ascii"), LEVEL)
+        self._open = -1
+
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` lines (0 <= length <= len), forget the others."""
+        if length < self.sealed:
+            number, first = self._locate(length)
+            self.tail = self._chunk(number)[: length - first]
+            del self.chunks[number:], self.ends[number:]
+            self.sealed, self._open = first, -1
+        else:
+            del self.tail[length - self.sealed :]
+        self.size = sum(map(len, self.tail))
+
+    def blocks(self) -> Iterator[bytes]:
+        """The trace file's bytes, in pieces: every line and its newline."""
+        for chunk in self.chunks:
+            yield zlib.decompress(chunk) + b"\n"
+        yield "".join(line + "\n" for line in self.tail).encode("ascii")
+
+
+class Records(Sequence[Record]):
+    """The records of a :class:`Trace`, decoded from its lines when read: each read is a new
+    dict (as :func:`load` gives), so changing it changes nothing in the trace
+    (:meth:`Trace.replace` does). A view: it grows as the trace does."""
+
+    __slots__ = ("_spool",)
+
+    def __init__(self, spool: _Spool) -> None:
+        self._spool = spool
+
+    def __len__(self) -> int:
+        return len(self._spool)
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Record]: ...
+
+    def __getitem__(self, index: int | slice) -> Record | list[Record]:
+        spool = self._spool
+        if isinstance(index, slice):
+            return [json.loads(spool.line(i)) for i in range(*index.indices(len(spool)))]
+        record: Record = json.loads(spool.line(_index(index, len(spool))))
+        return record
+
+    def __iter__(self) -> Iterator[Record]:
+        spool, index = self._spool, 0
+        while index < len(spool):  # as a list's iterator: what is appended meanwhile comes too
+            yield json.loads(spool.line(index))
+            index += 1
+
+    def __repr__(self) -> str:
+        return f"<{len(self)} trace records>"
+
+
+def _index(index: int, length: int) -> int:
+    """``index`` (negative from the end) as a position in a sequence of ``length``."""
+    position = index + length if index < 0 else index
+    if not 0 <= position < length:
+        raise IndexError("trace record index out of range")
+    return position
 
 
 class Trace:
     """Everything one :class:`~simulators.slurm.SlurmSim` was asked and answered, in order.
 
-    ``enabled = False`` stops recording (for benchmarks that do not want the memory)."""
+    What a trace keeps is each record's line, as the file holds it (:func:`dumps`): the last
+    ones as they are, the earlier ones compressed (a session's lines repeat each other: tens of
+    bytes a call). :attr:`records` decodes them when read. ``enabled = False`` stops recording
+    (for benchmarks that want the figures without it)."""
 
     def __init__(self, config: SlurmConfig, seed: int, start: float) -> None:
         self.enabled = True
-        self.records: list[Record] = [
-            {
-                "kind": "header",
-                "version": TRACE_VERSION,
-                "config": _config_to_json(config),
-                "seed": seed,
-                "start": start,
-            }
-        ]
+        self._spool = _Spool()
+        self._records = Records(self._spool)
+        header: Record = {
+            "kind": "header",
+            "version": TRACE_VERSION,
+            "config": _config_to_json(config),
+            "seed": seed,
+            "start": start,
+        }
+        self._spool.append(_canonical(header))
+
+    @property
+    def records(self) -> Records:
+        """Every record so far, the header first: a read-only sequence of dicts."""
+        return self._records
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -134,10 +327,13 @@ class Trace:
         return call
 
     def end(self, call: Record, completed: subprocess.CompletedProcess[str]) -> None:
-        call.update(
-            stdout=completed.stdout, stderr=completed.stderr, returncode=completed.returncode
-        )
-        self._append(call)
+        call["stdout"] = completed.stdout
+        call["stderr"] = completed.stderr
+        call["returncode"] = completed.returncode
+        if self.enabled:
+            # A call's record is canonical as it is (see _canonical): its keys are the format's,
+            # its env's are names, and argv is a list of words.
+            self._spool.append(dumps(call))
 
     def timed_out(
         self,
@@ -154,7 +350,8 @@ class Trace:
             call.update(
                 stdout=completed.stdout, stderr=completed.stderr, returncode=completed.returncode
             )
-        self._append(call)
+        if self.enabled:
+            self._spool.append(dumps(call))
         return subprocess.TimeoutExpired(call["argv"], waited)
 
     def drive(self, now: float, op: str, **args: Any) -> None:
@@ -187,23 +384,48 @@ class Trace:
 
     def _append(self, record: Record) -> None:
         if self.enabled:
-            # Through JSON and back: what is kept is exactly what a file would hold.
-            self.records.append(json.loads(dumps(record)))
+            self._spool.append(_canonical(record))
+
+    # -- changing what was recorded -----------------------------------------------------------
+
+    def replace(self, index: int, record: Record) -> None:
+        """Record ``index`` (negative from the end) becomes ``record`` (a replay that records
+        what the original did: an error, a script's original path)."""
+        spool = self._spool
+        spool.replace(_index(index, len(spool)), _canonical(record))
+
+    def truncate(self, length: int) -> None:
+        """Forget every record after the first ``length`` (at least 1: the header stays)."""
+        if length < 1:
+            raise ValueError(f"a trace keeps its header: truncate(length >= 1), not {length}")
+        self._spool.truncate(min(length, len(self._spool)))
 
     # -- output ------------------------------------------------------------------------------
 
     @property
     def header(self) -> Record:
-        return self.records[0]
+        return self._records[0]
 
-    def lines(self) -> list[str]:
-        return [dumps(record) for record in self.records]
+    def lines(self, start: int = 0) -> list[str]:
+        """The lines of the records from ``start`` on (0: all, the header first; negative: from
+        the end, as ``records[start:]``), without their newlines."""
+        spool = self._spool
+        return spool.lines(max(start + len(spool), 0) if start < 0 else start)
 
     def dumps(self) -> str:
-        return "".join(line + "\n" for line in self.lines())
+        return b"".join(self._spool.blocks()).decode("ascii")
 
     def write(self, path: str | os.PathLike[str]) -> None:
-        Path(path).write_text(self.dumps(), encoding="ascii")
+        with open(path, "wb") as file:
+            for block in self._spool.blocks():
+                file.write(block)
+
+
+def _canonical(record: Record) -> str:
+    """``record``'s line as a file keeps it: through JSON and back first, as :func:`load` reads
+    it, so that keys JSON makes strings (``{10: ..., 9: ...}``) are sorted as the strings they
+    become. A call's record needs no round trip (:meth:`Trace.end`): it has no such keys."""
+    return dumps(json.loads(dumps(record)))
 
 
 def load(source: str | os.PathLike[str] | Iterable[str]) -> list[Record]:
@@ -249,6 +471,8 @@ def _config_to_json(config: SlurmConfig) -> dict[str, Any]:
 
 def _script_operand(argv: Sequence[str]) -> tuple[int, str] | None:
     """For ``sbatch [options] script [args]``: the script's index in ``argv`` and its text."""
+    if not argv or not argv[0].endswith(("sbatch", "env")):
+        return None  # neither sbatch nor env: not an sbatch call (on every call: keep it quick)
     from simulators.slurm.commands.getopt import UsageError, parse
     from simulators.slurm.commands.sbatch import SPEC
 
