@@ -6,7 +6,7 @@
    wrapping (MaxJobId 10,001), all through the command-line facade;
 2. squeue by name at size: the median latency of ``squeue --me --name=...`` with 1,000 and with
    50,000 jobs in memory (flat if the lookup does not scan);
-3. the growth of the process's resident memory over the throughput run;
+3. the growth of the resident memory over each throughput run (each in a process of its own);
 4. per-command latency against real Slurm 22.05: the simulator's medians beside the same
    commands on the Slurm cluster of this machine when one answers (CI starts one), else beside
    the medians of slurm-lab.md §5.1, and the speed-up.
@@ -25,6 +25,8 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from pathlib import Path
 from typing import Final
 
@@ -233,7 +235,10 @@ def main() -> None:
         f"throughput: {args.jobs:,} jobs through sbatch -> run -> end -> purge (seed {args.seed})"
     )
     for traced, what in ((True, "with its trace (the default)"), (False, "trace.enabled = False")):
-        elapsed, purged, wraps, grown = throughput(args.jobs, args.seed, traced=traced)
+        # each in a process of its own: one run would reuse the memory the other freed
+        with ProcessPoolExecutor(max_workers=1, mp_context=get_context("fork")) as fresh:
+            done = fresh.submit(functools.partial(throughput, traced=traced), args.jobs, args.seed)
+            elapsed, purged, wraps, grown = done.result()
         rate = args.jobs / elapsed
         print(f"  {what}: {elapsed:.1f} s, {purged:,} purged, the id counter wrapped {wraps} times")
         print(

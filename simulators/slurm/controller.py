@@ -18,6 +18,7 @@ from typing import Final
 
 from dispatch_core import Clock
 from simulators.slurm.config import SlurmConfig
+from simulators.slurm.spool import LineSpool
 
 PRIORITY_BASE: Final = 0xFFFF0000
 """priority/basic gives each job a priority one below the lowest it gave before, starting just
@@ -257,7 +258,7 @@ class Controller:
         self.acct_by_name: dict[str, list[AcctRecord]] = {}
         self.free_cpus: dict[str, int] = dict.fromkeys(config.nodes, config.cpus_per_node)
         self.down_until = 0
-        self.log: list[str] = []
+        self.log = LineSpool()  # slurmctld's log: a few lines per job, kept compressed
         self._now = int(clock.now())
         self._events: list[_Event] = []
         self._order = itertools.count()

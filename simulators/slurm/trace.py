@@ -40,19 +40,18 @@ the two traces; it also checks a record before it is replayed (``check_record``)
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import json
 import math
 import os
 import subprocess
-import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from simulators.slurm.config import SlurmConfig
+from simulators.slurm.spool import LineSpool
 
 if TYPE_CHECKING:
     from simulators.slurm.controller import Job
@@ -133,102 +132,6 @@ def dumps(record: Record) -> str:
         raise
 
 
-CHUNK: Final = 1 << 16
-"""How many characters of lines a trace keeps as they are before it compresses them together."""
-LEVEL: Final = 1
-"""zlib's level for the chunks: lines of one session repeat each other, the fastest is enough."""
-
-
-class _Spool:
-    """A trace's lines (JSON text, no newline), in order: the last ones as they are (``tail``),
-    the earlier ones in zlib-compressed chunks of about :data:`CHUNK` characters, each the
-    ASCII of its lines joined by newlines (a line holds none: JSON escapes them)."""
-
-    __slots__ = ("_lines", "_open", "chunks", "ends", "sealed", "size", "tail")
-
-    def __init__(self) -> None:
-        self.chunks: list[bytes] = []
-        self.ends: list[int] = []  # the index after each chunk's last line
-        self.sealed = 0  # the lines in chunks
-        self.tail: list[str] = []
-        self.size = 0  # the characters in tail
-        self._open = -1  # the chunk whose lines are in _lines (the last one read)
-        self._lines: list[str] = []
-
-    def __len__(self) -> int:
-        return self.sealed + len(self.tail)
-
-    def append(self, line: str) -> None:
-        self.tail.append(line)
-        self.size += len(line)
-        if self.size >= CHUNK:
-            self._seal()
-
-    def _seal(self) -> None:
-        self.chunks.append(zlib.compress("\n".join(self.tail).encode("ascii"), LEVEL))
-        self.sealed += len(self.tail)
-        self.ends.append(self.sealed)
-        self.tail, self.size = [], 0
-
-    def _chunk(self, number: int) -> list[str]:
-        if number != self._open:
-            self._lines = zlib.decompress(self.chunks[number]).decode("ascii").split("\n")
-            self._open = number
-        return self._lines
-
-    def _locate(self, index: int) -> tuple[int, int]:
-        """The chunk holding sealed line ``index`` and the index of its first line."""
-        number = bisect.bisect_right(self.ends, index)
-        return number, self.ends[number - 1] if number else 0
-
-    def line(self, index: int) -> str:
-        """Line ``index`` (0 <= index < len)."""
-        if index >= self.sealed:
-            return self.tail[index - self.sealed]
-        number, first = self._locate(index)
-        return self._chunk(number)[index - first]
-
-    def lines(self, start: int = 0) -> list[str]:
-        """The lines from ``start`` (0 <= start) on."""
-        if start >= self.sealed:
-            return self.tail[start - self.sealed :]
-        number, first = self._locate(start)
-        lines = self._chunk(number)[start - first :]
-        for later in range(number + 1, len(self.chunks)):
-            lines.extend(self._chunk(later))
-        lines.extend(self.tail)
-        return lines
-
-    def replace(self, index: int, line: str) -> None:
-        """Line ``index`` (0 <= index < len) becomes ``line``."""
-        if index >= self.sealed:
-            self.size += len(line) - len(self.tail[index - self.sealed])
-            self.tail[index - self.sealed] = line
-            return
-        number, first = self._locate(index)
-        lines = list(self._chunk(number))
-        lines[index - first] = line
-        self.chunks[number] = zlib.compress("\n".join(lines).encode("ascii"), LEVEL)
-        self._open = -1
-
-    def truncate(self, length: int) -> None:
-        """Keep the first ``length`` lines (0 <= length <= len), forget the others."""
-        if length < self.sealed:
-            number, first = self._locate(length)
-            self.tail = self._chunk(number)[: length - first]
-            del self.chunks[number:], self.ends[number:]
-            self.sealed, self._open = first, -1
-        else:
-            del self.tail[length - self.sealed :]
-        self.size = sum(map(len, self.tail))
-
-    def blocks(self) -> Iterator[bytes]:
-        """The trace file's bytes, in pieces: every line and its newline."""
-        for chunk in self.chunks:
-            yield zlib.decompress(chunk) + b"\n"
-        yield "".join(line + "\n" for line in self.tail).encode("ascii")
-
-
 class Records(Sequence[Record]):
     """The records of a :class:`Trace`, decoded from its lines when read: each read is a new
     dict (as :func:`load` gives), so changing it changes nothing in the trace
@@ -236,7 +139,7 @@ class Records(Sequence[Record]):
 
     __slots__ = ("_spool",)
 
-    def __init__(self, spool: _Spool) -> None:
+    def __init__(self, spool: LineSpool) -> None:
         self._spool = spool
 
     def __len__(self) -> int:
@@ -283,7 +186,7 @@ class Trace:
 
     def __init__(self, config: SlurmConfig, seed: int, start: float) -> None:
         self.enabled = True
-        self._spool = _Spool()
+        self._spool = LineSpool()
         self._records = Records(self._spool)
         header: Record = {
             "kind": "header",
@@ -413,7 +316,7 @@ class Trace:
         return spool.lines(max(start + len(spool), 0) if start < 0 else start)
 
     def dumps(self) -> str:
-        return b"".join(self._spool.blocks()).decode("ascii")
+        return b"".join(self._spool.blocks()).decode("utf-8", "surrogateescape")
 
     def write(self, path: str | os.PathLike[str]) -> None:
         with open(path, "wb") as file:

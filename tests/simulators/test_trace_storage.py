@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulators.slurm import SlurmConfig, SlurmSim, trace
+from simulators.slurm import SlurmConfig, SlurmSim, spool, trace
 from simulators.slurm.controller import JobState
 from simulators.slurm.replay import replay
 from simulators.slurm.trace import Record, Trace, dumps, env_subset, load
@@ -147,14 +147,14 @@ def apply(op: tuple[Any, ...], now: float, kept: Trace, oracle: DictTrace) -> No
 
 
 @settings(max_examples=150, deadline=None)
-@given(operations, st.sampled_from([1, 40, 400, trace.CHUNK]))
+@given(operations, st.sampled_from([1, 40, 400, spool.CHUNK]))
 def test_the_records_read_back_are_what_a_dict_keeping_trace_held(
     ops: list[tuple[Any, ...]], chunk: int
 ) -> None:
     """Calls, drives, faults (with keys JSON turns into strings), reads, changes and cuts, with
     chunks from one line to the default: the records, the lines and the file's text are the old
     trace's, after every step."""
-    with mock.patch.object(trace, "CHUNK", chunk):
+    with mock.patch.object(spool, "CHUNK", chunk):
         kept = Trace(CONFIG, seed=3, start=1767225600.0)
         oracle = DictTrace(json.loads(json_dumps(kept.header)))
         for step, op in enumerate(ops):
@@ -242,8 +242,8 @@ def test_chunks_do_not_change_the_bytes_or_the_replay(tmp_path: Path) -> None:
     """The same session with chunks of one line, of a few hundred characters and of the
     default: the same file, to the byte, and it replays with no difference."""
     written = []
-    for chunk in (1, 300, trace.CHUNK):
-        with mock.patch.object(trace, "CHUNK", chunk):
+    for chunk in (1, 300, spool.CHUNK):
+        with mock.patch.object(spool, "CHUNK", chunk):
             sim = SlurmSim(CONFIG, seed=9)
             busy(sim, 60, tmp_path)
             path = tmp_path / f"trace-{chunk}.jsonl"
@@ -255,7 +255,7 @@ def test_chunks_do_not_change_the_bytes_or_the_replay(tmp_path: Path) -> None:
             assert any("script" in r for r in records)  # the sbatch behind env and a path
             assert replay(path).ok
     assert written[0] == written[1] == written[2]
-    assert len(written[0]) > 2 * trace.CHUNK  # the default chunks were more than one
+    assert len(written[0]) > 2 * spool.CHUNK  # the default chunks were more than one
 
 
 def test_a_trace_of_many_records_stays_small() -> None:
@@ -313,7 +313,7 @@ def test_records_are_a_read_only_view_decoded_when_read() -> None:
 
 
 def test_replace_and_truncate_reach_into_the_compressed_chunks() -> None:
-    with mock.patch.object(trace, "CHUNK", 100):
+    with mock.patch.object(spool, "CHUNK", 100):
         kept = Trace(CONFIG, seed=0, start=0.0)
         for i in range(50):
             kept.drive(float(i), "advance", seconds=i)
