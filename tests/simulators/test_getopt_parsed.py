@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from simulators.slurm import SlurmSim
 from simulators.slurm.commands.getopt import Parsed
 
 keys = st.sampled_from(["hold", "comment", "job-name", "parsable", "x"])
@@ -23,3 +24,32 @@ def test_last_and_has_are_the_scan_from_the_end(
             scan = [value for name, value in reversed(parsed.options) if name == key]
             assert parsed.has(key) == bool(scan)
             assert parsed.last(key) == (scan[0] if scan else None)
+
+
+names = st.none() | st.sampled_from(["dj-A", "dj-B", "dj-C"])
+
+
+@given(names, names, names, names)
+def test_sbatch_takes_the_command_line_s_value_else_the_directive_s(
+    cli_name: str | None,
+    directive_name: str | None,
+    cli_comment: str | None,
+    directive_comment: str | None,
+) -> None:
+    sim = SlurmSim()
+    script = "#!/bin/sh\n"
+    script += f"#SBATCH --job-name={directive_name}\n" if directive_name else ""
+    script += f"#SBATCH --comment={directive_comment}\n" if directive_comment else ""
+    argv = (
+        ["sbatch", "--parsable", "--hold", "--job-name=first"]
+        if cli_name
+        else ["sbatch", "--parsable", "--hold"]
+    )
+    argv += [f"--job-name={cli_name}"] if cli_name else []
+    argv += [f"--comment={cli_comment}"] if cli_comment else []
+    done = sim.run(argv, script + "true\n")
+    assert done.returncode == 0, done.stderr
+    listed = sim.run(["squeue", "-h", "-o", "%j|%k"]).stdout
+    name = cli_name or directive_name or "sbatch"
+    comment = cli_comment or directive_comment or "(null)"
+    assert listed == f"{name}|{comment}\n"

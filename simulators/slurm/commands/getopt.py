@@ -81,6 +81,10 @@ class Parsed:
     def last(self, key: str) -> str | None:
         return self._index().get(key)
 
+    def last_values(self) -> dict[str, str | None]:
+        """Each option given and its last value (a copy: :meth:`last` of every key at once)."""
+        return dict(self._index())
+
     def has(self, key: str) -> bool:
         return key in self._index()
 

@@ -341,9 +341,11 @@ def _submission(
     args: tuple[str, ...],
     env: Mapping[str, str],
 ) -> Submission:
-    def value(key: str) -> str | None:
-        found = cli.last(key)
-        return found if found is not None else directives.last(key)
+    # value(key): the command line's last value of key, else the directives' (an option the
+    # command line gives without a value leaves the directives')
+    values = directives.last_values()
+    values.update((k, v) for k, v in cli.last_values().items() if v is not None)
+    value = values.get
 
     def flag(key: str) -> bool:
         return cli.has(key) or directives.has(key)
