@@ -382,6 +382,8 @@ def _script_operand(argv: Sequence[str]) -> tuple[int, str] | None:
     words = command_argv(argv)
     if not words or words[0].rsplit("/", 1)[-1] != "sbatch":
         return None
+    if all(word.startswith("-") and word not in ("-", "--") for word in words[1:]):
+        return None  # options alone (getopt stops at the first operand): the script is stdin
     try:
         parsed = parse("sbatch", words[1:], SPEC, permute=False)
     except UsageError:

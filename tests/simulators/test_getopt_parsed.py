@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from simulators.slurm import SlurmSim
-from simulators.slurm.commands.getopt import Parsed
+from simulators.slurm.commands.getopt import Parsed, UsageError, parse
+from simulators.slurm.commands.sbatch import SPEC
 
 keys = st.sampled_from(["hold", "comment", "job-name", "parsable", "x"])
 options = st.lists(st.tuples(keys, st.none() | st.text(max_size=3)), max_size=12)
@@ -53,3 +54,22 @@ def test_sbatch_takes_the_command_line_s_value_else_the_directive_s(
     name = cli_name or directive_name or "sbatch"
     comment = cli_comment or directive_comment or "(null)"
     assert listed == f"{name}|{comment}\n"
+
+
+dashed = st.lists(
+    st.sampled_from(["--hold", "--parsable", "-H", "--comment", "-J", "-Jx", "--job-name=a", "-x"])
+    | st.text(alphabet="-abcJHo=", min_size=1, max_size=6).filter(lambda w: w.startswith("-")),
+    max_size=8,
+)
+
+
+@given(dashed)
+def test_sbatch_words_that_all_begin_with_a_dash_leave_no_script_operand(words: list[str]) -> None:
+    """What lets the trace skip its parse of an sbatch whose script is its stdin."""
+    if any(word in ("-", "--") for word in words):
+        return
+    try:
+        parsed = parse("sbatch", words, SPEC, permute=False)
+    except UsageError:
+        return
+    assert parsed.operands == []
