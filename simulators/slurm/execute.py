@@ -58,16 +58,19 @@ tasks=${SLURM_NTASKS:-1}
 per_node=${SLURM_NTASKS_PER_NODE:-$tasks}
 # SLURMSIM_RANK_ENV_DIR (set by ExecuteMode(rank_env_dir=...)): every task's environment is
 # written there first, as <procid>.env (NUL-separated, as env -0 prints it; each file whole
-# once it appears), so that it is recorded even if an earlier task never ends; the tasks never
-# see the variable.
+# once it appears: written in its .partial directory, then moved, all with one mv), so that it
+# is recorded even if an earlier task never ends; the tasks never see the variable.
 record=${SLURMSIM_RANK_ENV_DIR-}
 unset SLURMSIM_RANK_ENV_DIR
 i=0
 while [ -n "$record" ] && [ "$i" -lt "$tasks" ]; do
   SLURM_PROCID=$i SLURM_LOCALID=$((i % per_node)) SLURM_NODEID=$((i / per_node)) \
-    SLURM_STEP_ID=0 env -0 >"$record/$i.tmp" && mv -f "$record/$i.tmp" "$record/$i.env"
+    SLURM_STEP_ID=0 env -0 >"$record/.partial/$i.env"
   i=$((i + 1))
 done
+if [ -n "$record" ] && [ "$tasks" -gt 0 ]; then
+  mv -f "$record/.partial/"*.env "$record/"
+fi
 status=0
 i=0
 while [ "$i" -lt "$tasks" ]; do
@@ -279,7 +282,7 @@ class ExecuteMode:
         env = self.environment(job)
         if self.rank_env_dir is not None:
             ranks = self.rank_env_dir / f"{job.job_id}.{job.seq}.{job.restart_count}"
-            ranks.mkdir(parents=True, exist_ok=True)
+            (ranks / ".partial").mkdir(parents=True, exist_ok=True)  # srun writes there first
             env["SLURMSIM_RANK_ENV_DIR"] = str(ranks)
             self.recorded.append(RankRecord(job.job_id, job.seq, job.restart_count, ranks))
         process = subprocess.Popen(
