@@ -418,28 +418,33 @@ class Api:
             body: JSON = {"apiVersion": r.api_version, "kind": r.list_kind, "metadata": list_meta}
             body["items"] = page.items
             return Reply(200, dump(body))
+        # A write's answer is the object as the write stored it, encoded at once (under the
+        # lock, before the controllers react): the stored object itself, no copy. The body
+        # decoded for the request, and a patch's result, are handed over to the store.
         if verb == "create":
             obj = self._body_object(req, r)
-            made = store.create(r, ns, obj)
+            reply = self._object(req, r, store.create(r, ns, obj, owned=True, copy=False), 201)
             self._settle()
-            return self._object(req, r, made, 201)
+            return reply
         if verb == "update":
             obj = self._body_object(req, r)
-            done = store.update(r, ns, name, obj, subresource=sub)
+            done = store.update(r, ns, name, obj, subresource=sub, owned=True, copy=False)
+            reply = self._object(req, r, done)
             self._settle()
-            return self._object(req, r, done)
+            return reply
         if verb == "patch":
             content_type = req.content_type.split(";")[0].strip().lower()
             if content_type in SERVER_SIDE_APPLY:  # before the get: it would create the object
                 raise ApiError(415, "UnsupportedMediaType", NO_SERVER_SIDE_APPLY)
-            current = store.get(r, ns, name)
+            current = store.stored(r, ns, name)  # apply_patch never changes it: a patched copy
             patched = apply_patch(r, current, content_type, req.body)
             pm = meta(patched)
             if not pm.get("resourceVersion"):
                 pm["resourceVersion"] = meta(current).get("resourceVersion")
-            done = store.update(r, ns, name, patched, subresource=sub)
+            done = store.update(r, ns, name, patched, subresource=sub, owned=True, copy=False)
+            reply = self._object(req, r, done)
             self._settle()
-            return self._object(req, r, done)
+            return reply
         if verb == "delete":
             return self._delete(req, r, ns, name)
         if verb == "deletecollection":
@@ -595,14 +600,16 @@ class Api:
             resource_version=options["resource_version"],
             propagation=options["propagation"],
             grace_seconds=options["grace"],
+            copy=False,
         )
         deleted_at_once = self.sim.store.peek(r, ns, name) is None
-        self._settle()
-        still = self.sim.store.peek(r, ns, name) is not None
         body = done
         if deleted_at_once and r.key not in RETURN_DELETED_OBJECT:
             body = deleted_status(r, done)
-        return Reply(202 if still and options["orphan_false"] else 200, dump(body))
+        encoded = dump(body)  # as the delete left it (the stored object itself: not later)
+        self._settle()
+        still = self.sim.store.peek(r, ns, name) is not None
+        return Reply(202 if still and options["orphan_false"] else 200, encoded)
 
     def _log(self, req: Request, ns: str, name: str) -> Reply | Streamed:
         """``pods/log``: the container's log (pkg/registry/core/pod/strategy.go LogLocation)."""
