@@ -110,11 +110,15 @@ class KubeSim:
 
     def _bootstrap(self) -> None:
         for namespace in self.config.namespaces:
-            self.store.create(NAMESPACES, "", _namespace(namespace), internal=True, copy=False)
+            self.store.create(
+                NAMESPACES, "", _namespace(namespace), internal=True, owned=True, copy=False
+            )
         for node in self.config.nodes:
             self.add_node(_node(node))
         for runtime in catalogue(self.config.runtimes):
-            self.store.create(CLUSTERTRAININGRUNTIMES, "", runtime, internal=True, copy=False)
+            self.store.create(
+                CLUSTERTRAININGRUNTIMES, "", runtime, internal=True, owned=True, copy=False
+            )
         if self.config.kueue:
             for resource, obj in kueue_bootstrap(self.config.queue, self.config.nodes):
                 namespace = str(obj.get("metadata", {}).get("namespace", ""))

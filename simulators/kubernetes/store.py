@@ -152,6 +152,17 @@ def _unkept(kept: Kept) -> JSON:
     return kept
 
 
+@dataclass(slots=True)
+class _Current:
+    """A stored object with what is kept of it while it is the stored version."""
+
+    object: JSON
+    kept: Kept
+    """Its form in the event window (an event's ``old`` once it is replaced)."""
+    encoding: bytes | None = None
+    """What :meth:`Store.encoding` made of it (once: the object is never changed)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _KeptEvent:
     """An event in the window: the versions kept (:data:`Kept`), decoded when read."""
@@ -213,9 +224,9 @@ class _Table:
     """The newest resourceVersion whose event left the window; until one has, the store's
     first version (a real watch cache starts from the list it made at startup: nothing
     older can be resumed from)."""
-    encoded: dict[Key, tuple[JSON, Kept]] = field(default_factory=dict)
-    """Each stored object with its kept form: an event's ``old`` is the version the last event
-    of its key kept, not encoded twice."""
+    current: dict[Key, _Current] = field(default_factory=dict)
+    """Each stored object with its kept form (an event's ``old`` is the version the last event
+    of its key kept, not encoded twice) and its encoding once asked for."""
 
     def index(self, key: Key, obj: JSON) -> None:
         self.by_namespace.setdefault(key[0], set()).add(key)
@@ -245,12 +256,12 @@ class _Table:
         kept = _keep(event.object)
         old: Kept | None = None
         if event.old is not None:
-            last = self.encoded.get(key)
-            old = last[1] if last is not None and last[0] is event.old else _keep(event.old)
+            last = self.current.get(key)
+            old = last.kept if last is not None and last.object is event.old else _keep(event.old)
         if event.type == "DELETED":
-            self.encoded.pop(key, None)
+            self.current.pop(key, None)
         else:
-            self.encoded[key] = (event.object, kept)
+            self.current[key] = _Current(event.object, kept)
         self.events.append(_KeptEvent(event.resource_version, event.type, kept, old))
         while len(self.events) > self.window:
             self.evicted_through = self.events.popleft().resource_version
@@ -331,6 +342,20 @@ class Store:
         """The stored object itself (callers must not mutate it), or 404 NotFound: what
         :meth:`get` answers, without the copy (for an answer encoded under the lock)."""
         return self._stored(resource, namespace, name)
+
+    def encoding(self, resource: ResourceType, obj: JSON, encode: Callable[[JSON], bytes]) -> bytes:
+        """``encode(obj)``, made once per stored version: ``obj`` is a stored object (from
+        :meth:`stored`, :meth:`list` without copies, a write with ``copy=False``), which nothing
+        changes; anything else is encoded every time. One ``encode`` per store (the answers'
+        JSON): what it made is kept with the version and goes with it."""
+        m = meta(obj)
+        key = (self._scope(resource, str(m.get("namespace", ""))), str(m.get("name", "")))
+        current = self.table(resource).current.get(key)
+        if current is None or current.object is not obj:
+            return encode(obj)
+        if current.encoding is None:
+            current.encoding = encode(obj)
+        return current.encoding
 
     def peek(self, resource: ResourceType, namespace: str, name: str) -> JSON | None:
         """The stored object itself (callers must not mutate it), or None."""

@@ -571,6 +571,7 @@ class JobSetController(Controller):
                 js,
                 subresource="status",
                 internal=True,
+                owned=True,
                 copy=False,
             )
 

@@ -969,6 +969,7 @@ class WorkloadController(_Retrying):
                     snapshot,
                     subresource="status",
                     internal=True,
+                    owned=True,
                     copy=False,
                 )
                 return None
@@ -1423,6 +1424,7 @@ class KueueScheduler(_Retrying):
                 wanted,
                 subresource="status",
                 internal=True,
+                owned=True,
                 copy=False,
             )
 
@@ -1449,6 +1451,7 @@ class KueueScheduler(_Retrying):
                     wanted,
                     subresource="status",
                     internal=True,
+                    owned=True,
                     copy=False,
                 )
 

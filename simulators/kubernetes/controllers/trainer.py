@@ -550,7 +550,14 @@ class TrainerController(Controller):
         if tj.get("status") != before:
             try:
                 self.store.update(
-                    TRAINJOBS, namespace, name, tj, subresource="status", internal=True, copy=False
+                    TRAINJOBS,
+                    namespace,
+                    name,
+                    tj,
+                    subresource="status",
+                    internal=True,
+                    owned=True,
+                    copy=False,
                 )
             except ApiError:
                 return now  # a conflict or a refusal: try again
@@ -596,7 +603,9 @@ class TrainerController(Controller):
             refs = [r for r in mm.get("ownerReferences") or [] if r.get("uid") != uid_of(tj)]
             mm["ownerReferences"] = [*dm["ownerReferences"], *refs]
             merged["spec"] = desired["spec"]  # server-side apply of the fields the Trainer owns
-            self.store.update(JOBSETS, namespace, name, merged, internal=True, copy=False)
+            self.store.update(
+                JOBSETS, namespace, name, merged, internal=True, owned=True, copy=False
+            )
         except ApiError:
             pass  # T3: the failure is an Event (TrainJobResourcesCreationFailed); retried later
 

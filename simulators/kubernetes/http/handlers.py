@@ -101,7 +101,20 @@ class Streamed:
 
 def dump(obj: Any) -> bytes:
     """Compact JSON and a newline, as the API server's encoder writes it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return compact(obj) + b"\n"
+
+
+def compact(obj: Any) -> bytes:
+    """Compact JSON (:func:`dump` without its newline)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def dump_list(head: JSON, items: list[bytes]) -> bytes:
+    """:func:`dump` of ``head`` with ``items`` (each item's :func:`compact` JSON) added last:
+    what ``dump({**head, "items": [...]})`` writes, from the items' encodings."""
+    start = compact(head)[:-1]  # without its closing brace
+    comma = b"," if len(start) > 1 else b""
+    return start + comma + b'"items":[' + b",".join(items) + b"]}\n"
 
 
 RETURN_DELETED_OBJECT: Final = frozenset({("", "pods"), ("", "services")})
@@ -390,7 +403,8 @@ class Api:
         if verb == "get":
             if tables.wants_table(req.accept):
                 return self._object(req, r, store.get(r, ns, name))
-            return Reply(200, dump(store.stored(r, ns, name)))  # encoded here, under the lock
+            # encoded here, under the lock (once per version of the object: it is never changed)
+            return Reply(200, self._json(r, store.stored(r, ns, name)))
         if verb in ("list", "watch"):
             labels, fields = self._selectors(req, r)
             if verb == "watch":
@@ -416,8 +430,8 @@ class Api:
             if page.remaining is not None:
                 list_meta["remainingItemCount"] = page.remaining
             body: JSON = {"apiVersion": r.api_version, "kind": r.list_kind, "metadata": list_meta}
-            body["items"] = page.items
-            return Reply(200, dump(body))
+            items = [store.encoding(r, obj, compact) for obj in page.items]
+            return Reply(200, dump_list(body, items))
         # A write's answer is the object as the write stored it, encoded at once (under the
         # lock, before the controllers react): the stored object itself, no copy. The body
         # decoded for the request, and a patch's result, are handed over to the store.
@@ -482,7 +496,12 @@ class Api:
             rv = str(meta(obj).get("resourceVersion", ""))
             doc = tables.table(r, [obj], self.sim.clock.now(), rv)
             return Reply(code, dump(doc), tables.TABLE_CONTENT_TYPE)
-        return Reply(code, dump(obj))
+        return Reply(code, self._json(r, obj))
+
+    def _json(self, r: ResourceType, obj: JSON) -> bytes:
+        """:func:`dump` of ``obj``; of a stored object, made once per version (the store keeps
+        it with the version: :meth:`~simulators.kubernetes.store.Store.encoding`)."""
+        return self.sim.store.encoding(r, obj, compact) + b"\n"
 
     def _body_object(self, req: Request, r: ResourceType) -> JSON:
         obj = (

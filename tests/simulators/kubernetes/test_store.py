@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -335,3 +336,31 @@ def test_the_event_window_keeps_a_tree_that_is_not_plain_json_as_it_is() -> None
     (event,) = store.events_since(TRAINJOBS, start)
     assert event.object == store.peek(TRAINJOBS, "default", "a")
     assert isinstance(event.object["metadata"]["labels"]["team"], Text)
+
+
+def test_an_encoding_is_made_once_per_stored_version() -> None:
+    store, _ = make_store()
+    made: list[str] = []
+
+    def encode(obj: dict[str, Any]) -> bytes:
+        made.append(obj["metadata"]["resourceVersion"])
+        return json.dumps(obj).encode()
+
+    store.create(TRAINJOBS, "default", trainjob("a"))
+    first = store.stored(TRAINJOBS, "default", "a")
+    assert store.encoding(TRAINJOBS, first, encode) == json.dumps(first).encode()
+    assert store.encoding(TRAINJOBS, first, encode) == json.dumps(first).encode()
+    assert made == [first["metadata"]["resourceVersion"]]
+    copy = store.get(TRAINJOBS, "default", "a")  # not the stored object: encoded every time
+    store.encoding(TRAINJOBS, copy, encode)
+    assert len(made) == 2
+    store.mutate(TRAINJOBS, "default", "a", lambda o: o["spec"].update(suspend=True))
+    second = store.stored(TRAINJOBS, "default", "a")
+    assert store.encoding(TRAINJOBS, second, encode) == json.dumps(second).encode()
+    assert store.encoding(TRAINJOBS, first, encode) == json.dumps(first).encode()  # replaced
+    assert len(made) == 4
+    store.delete(TRAINJOBS, "default", "a")
+    store.create(TRAINJOBS, "default", trainjob("a"))
+    third = store.stored(TRAINJOBS, "default", "a")
+    assert store.encoding(TRAINJOBS, third, encode) == json.dumps(third).encode()
+    assert made[-1] == third["metadata"]["resourceVersion"] and len(made) == 5
