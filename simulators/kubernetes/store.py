@@ -193,7 +193,10 @@ class Request:
 class Admission(Protocol):
     """A mutating or validating webhook: may change ``request.object`` or raise ApiError.
 
-    ``request.old`` is the stored object itself: a plugin reads it and never changes it.
+    ``request.old`` is the stored object itself: a plugin reads it and never changes it. On a
+    ``status`` write only the object's ``status`` is its own (the rest is the stored object's,
+    shared, not copied: the write keeps it), so a plugin changes nothing else there (a real
+    API server's status strategy resets everything else from the stored object anyway).
     """
 
     def admit(self, request: Request) -> None: ...
@@ -770,8 +773,10 @@ class Store:
     def _merge_update(self, resource: ResourceType, old: JSON, obj: JSON, subresource: str) -> JSON:
         has_status = "status" in resource.subresources
         if subresource == "status":
-            # the stored status is replaced (or dropped) below: no need to copy it
-            new = {k: v if k == "status" else clone(v) for k, v in old.items()}
+            # everything but the status is the stored object's: shared, not copied (nothing
+            # changes a stored object in place; _write sets the metadata's own fields only)
+            new = dict(old)
+            new["metadata"] = dict(meta(old))
             if "status" in obj:
                 new["status"] = obj["status"]
             else:

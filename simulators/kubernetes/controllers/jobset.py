@@ -219,7 +219,7 @@ class JobSetController(Controller):
         spec = js.get("spec", {})
         if spec.get("managedBy") not in (None, "", JOBSET_CONTROLLER):
             return None
-        before = clone(js.get("status"))
+        before = stored.get("status")  # the stored object is never changed: no copy to compare
         now = self.cluster.now()
         children = self._children(js)
         statuses = self._statuses(js, children)

@@ -527,7 +527,7 @@ class TrainerController(Controller):
         if managed_by not in (None, "", TRAINER_CONTROLLER):
             return None  # T3: managed by an external controller (MultiKueue)
         now = self.cluster.now()
-        before = clone(tj.get("status"))
+        before = stored.get("status")  # the stored object is never changed: no copy to compare
         failed = condition(tj, "Failed")
         if failed is not None and failed.get("reason") != DEADLINE_REASON:
             remove_condition(tj, "Failed")

@@ -364,3 +364,20 @@ def test_an_encoding_is_made_once_per_stored_version() -> None:
     third = store.stored(TRAINJOBS, "default", "a")
     assert store.encoding(TRAINJOBS, third, encode) == json.dumps(third).encode()
     assert made[-1] == third["metadata"]["resourceVersion"] and len(made) == 5
+
+
+def test_a_status_write_keeps_the_rest_and_leaves_the_version_it_replaces() -> None:
+    store, _ = make_store()
+    store.create(TRAINJOBS, "default", trainjob("a", team="x"))
+    before = store.peek(TRAINJOBS, "default", "a")
+    assert before is not None
+    snapshot = clone(before)
+    sent = store.get(TRAINJOBS, "default", "a")
+    sent["spec"] = {"ignored": True}
+    sent["metadata"]["labels"] = {"ignored": "yes"}
+    sent["status"] = {"phase": "x"}
+    done = store.update(TRAINJOBS, "default", "a", sent, subresource="status", copy=False)
+    assert done["status"] == {"phase": "x"}
+    assert done["spec"] == snapshot["spec"] and done["metadata"]["labels"] == {"team": "x"}
+    assert done["metadata"]["resourceVersion"] != snapshot["metadata"]["resourceVersion"]
+    assert before == snapshot  # the replaced version is as it was
