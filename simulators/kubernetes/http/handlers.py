@@ -27,7 +27,7 @@ from simulators.kubernetes.http.watch import WatchStream
 from simulators.kubernetes.objects import JSON, meta
 from simulators.kubernetes.resources import PODS, ResourceType
 from simulators.kubernetes.selectors import FieldSelector, LabelSelector, SelectorError
-from simulators.kubernetes.store import Propagation, decode_body
+from simulators.kubernetes.store import Propagation, Store, decode_body
 
 if TYPE_CHECKING:
     from simulators.kubernetes.sim import KubeSim
@@ -233,12 +233,18 @@ class Api:
         self.stopped = stopped
         self.logs = logs
         self.follow_logs = False
+        self._served: tuple[Store, bool, tuple[ResourceType, ...]] | None = None
+        """:attr:`resources` as made for a store and a Kueue setting (a store's tables are
+        fixed when it is made)."""
         self._dry = False
         """``follow=true`` streams a growing log (the server sets it in realtime mode)."""
 
     @property
     def resources(self) -> tuple[ResourceType, ...]:
-        return served(self.sim.store, bool(self.sim.config.kueue))
+        store, kueue = self.sim.store, bool(self.sim.config.kueue)
+        if self._served is None or self._served[0] is not store or self._served[1] != kueue:
+            self._served = (store, kueue, served(store, kueue))
+        return self._served[2]
 
     def handle(self, req: Request) -> Reply | Streamed:
         try:
