@@ -836,12 +836,19 @@ class Store:
     ) -> JSON:
         self.revision += 1
         meta(obj)["resourceVersion"] = str(self.revision)
+        # an update that keeps the labels (or the owners) leaves their index as it is
+        relabel = old is None or not _same_labels(labels_of(old), labels_of(obj))
+        reown = old is None or _owner_uids(old) != _owner_uids(obj)
         if old is not None:
-            table.unindex(key, old)
-            self._unindex_owners(table.resource, key, old)
+            if relabel:
+                table.unindex(key, old)
+            if reown:
+                self._unindex_owners(table.resource, key, old)
         table.objects[key] = obj
-        table.index(key, obj)
-        self._index_owners(table.resource, key, obj)
+        if relabel:
+            table.index(key, obj)
+        if reown:
+            self._index_owners(table.resource, key, obj)
         self._emit(table, key, Event(self.revision, kind, table.resource, obj, old))
         return obj
 
@@ -914,6 +921,17 @@ class Store:
         for table in self._tables.values():
             for key in sorted(table.objects):
                 yield table.resource, table.objects[key]
+
+
+def _same_labels(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two label maps index the same (key, str(value)) pairs: equal, value types too
+    (``1 == True`` but they are indexed as "1" and "True")."""
+    return a == b and all(type(v) is type(b[k]) for k, v in a.items())
+
+
+def _owner_uids(obj: JSON) -> list[str]:
+    """The owner uids the dependents' index keeps for ``obj``, in order."""
+    return [str(ref.get("uid")) for ref in owner_references(obj)]
 
 
 def _spec_of(obj: JSON) -> dict[str, Any]:

@@ -381,3 +381,35 @@ def test_a_status_write_keeps_the_rest_and_leaves_the_version_it_replaces() -> N
     assert done["spec"] == snapshot["spec"] and done["metadata"]["labels"] == {"team": "x"}
     assert done["metadata"]["resourceVersion"] != snapshot["metadata"]["resourceVersion"]
     assert before == snapshot  # the replaced version is as it was
+
+
+def test_the_indexes_follow_every_write_whether_labels_and_owners_change_or_not() -> None:
+    store, _ = make_store()
+    owner = store.create(JOBS, "default", {"metadata": {"name": "j"}, "spec": {}})
+    store.create(PODS, "default", pod("p", team="a"))
+
+    def names(selector: str) -> list[str]:
+        found = store.select(PODS, "default", labels=LabelSelector.parse(selector))
+        return [o["metadata"]["name"] for o in found]
+
+    def dependents() -> list[str]:
+        return [o["metadata"]["name"] for _, o in store.dependents(owner["metadata"]["uid"])]
+
+    store.mutate(PODS, "default", "p", lambda o: o["spec"].update(priority=1))  # labels kept
+    assert names("team=a") == ["p"] and names("team") == ["p"]
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"]["labels"].update(team="b"))
+    assert names("team=a") == [] and names("team=b") == ["p"]
+    by_label = store.table(PODS).by_label
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"]["labels"].update(n=1))
+    assert ("default", "p") in by_label[("n", "1")]
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"]["labels"].update(n="2"))
+    assert ("n", "1") not in by_label
+    assert ("default", "p") in by_label[("n", "2")]
+    ref = owner_reference(owner)
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"].update(ownerReferences=[ref]))
+    assert dependents() == ["p"]
+    store.mutate(PODS, "default", "p", lambda o: o["spec"].update(priority=2))  # owners kept
+    assert dependents() == ["p"]
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"].pop("ownerReferences"))
+    assert dependents() == []
+    assert names("team=b") == ["p"]
