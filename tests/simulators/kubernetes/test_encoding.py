@@ -1,13 +1,17 @@
-"""The answers' JSON made from parts: a list from its items' encodings, the runtime catalogue."""
+"""Answers made from parts: a list from its items' encodings, the runtime catalogue,
+timestamps."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from simulators.kubernetes.http.handlers import compact, dump, dump_list
+from simulators.kubernetes.objects import parse_timestamp, timestamp
 from simulators.kubernetes.runtimes import RUNTIMES, catalogue
 
 JSON_VALUES = st.recursive(
@@ -36,3 +40,18 @@ def test_the_catalogue_hands_out_new_copies() -> None:
     again = catalogue(names)
     assert again == [make() for make in RUNTIMES.values()]
     assert all(a is not b for a, b in zip(first, again, strict=True))
+
+
+@given(st.floats(min_value=0, max_value=4e9, allow_nan=False))
+def test_timestamps_are_what_strftime_writes_and_parse_back(seconds: float) -> None:
+    text = timestamp(seconds)
+    assert text == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(seconds)))
+    assert timestamp(seconds) == text  # asked again: the same
+    assert parse_timestamp(text) == float(int(seconds))
+    assert parse_timestamp(text) == float(int(seconds))
+
+
+def test_a_bad_timestamp_is_refused_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            parse_timestamp("yesterday")
