@@ -237,7 +237,7 @@ class Faults:
                     else:
                         spec.pop("unschedulable", None)
 
-                cluster.store.mutate(NODES, "", name, change)
+                cluster.store.mutate(NODES, "", name, change, copy=False)
             return f"{'cordoned' if cordoned else 'uncordoned'} {', '.join(names)}"
 
         return self._act("unschedulable" if cordoned else "schedulable", node or "*", act)

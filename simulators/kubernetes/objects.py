@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import calendar
+import functools
 import marshal
 import time
 from typing import Any, Final, TypeVar
@@ -37,13 +39,19 @@ def _clone(value: Any) -> Any:
 
 def timestamp(seconds: float) -> str:
     """RFC 3339 in UTC, whole seconds, as the API server writes ``creationTimestamp``."""
-    return time.strftime(TIME_FORMAT, time.gmtime(int(seconds)))
+    return _timestamp(int(seconds))
 
 
+@functools.lru_cache(maxsize=4096)
+def _timestamp(seconds: int) -> str:
+    """:func:`timestamp` of whole seconds (a pure function: the virtual clock asks the same
+    seconds again and again)."""
+    return time.strftime(TIME_FORMAT, time.gmtime(seconds))
+
+
+@functools.lru_cache(maxsize=4096)
 def parse_timestamp(text: str) -> float:
-    """The inverse of :func:`timestamp` (``ValueError`` on anything else)."""
-    import calendar
-
+    """The inverse of :func:`timestamp` (``ValueError`` on anything else; not cached)."""
     return float(calendar.timegm(time.strptime(text, TIME_FORMAT)))
 
 

@@ -159,12 +159,20 @@ RUNTIMES: Final[dict[str, Callable[[], JSON]]] = {
 }
 
 
+_MADE: dict[tuple[str, Callable[[], JSON]], JSON] = {}
+"""Each runtime as its function made it once (every cluster starts with copies of them)."""
+
+
 def catalogue(names: Iterable[str]) -> list[JSON]:
-    """The ClusterTrainingRuntime objects of ``names``, in order (ValueError for an unknown one)."""
+    """The ClusterTrainingRuntime objects of ``names``, in order (ValueError for an unknown one):
+    new copies, the caller's to keep."""
     out: list[JSON] = []
     for name in names:
         make = RUNTIMES.get(name)
         if make is None:
             raise ValueError(f"unknown runtime {name!r}; known: {', '.join(sorted(RUNTIMES))}")
-        out.append(clone(make()))
+        made = _MADE.get((name, make))
+        if made is None:
+            made = _MADE[(name, make)] = make()
+        out.append(clone(made))
     return out

@@ -110,15 +110,19 @@ class KubeSim:
 
     def _bootstrap(self) -> None:
         for namespace in self.config.namespaces:
-            self.store.create(NAMESPACES, "", _namespace(namespace), internal=True)
+            self.store.create(
+                NAMESPACES, "", _namespace(namespace), internal=True, owned=True, copy=False
+            )
         for node in self.config.nodes:
             self.add_node(_node(node))
         for runtime in catalogue(self.config.runtimes):
-            self.store.create(CLUSTERTRAININGRUNTIMES, "", runtime, internal=True)
+            self.store.create(
+                CLUSTERTRAININGRUNTIMES, "", runtime, internal=True, owned=True, copy=False
+            )
         if self.config.kueue:
             for resource, obj in kueue_bootstrap(self.config.queue, self.config.nodes):
                 namespace = str(obj.get("metadata", {}).get("namespace", ""))
-                self.store.create(resource, namespace, obj, internal=True)
+                self.store.create(resource, namespace, obj, internal=True, copy=False)
 
     def add_node(self, node: JSON) -> JSON:
         """Create a Node with its status (capacity, allocatable, Ready), as its kubelet would."""

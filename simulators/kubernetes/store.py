@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import marshal
 import random
 import threading
 import uuid
@@ -132,6 +133,44 @@ class Event:
 
 
 EventList = list[Event]
+Kept = bytes | JSON
+"""A version as the event window keeps it: its ``marshal`` encoding (bytes hold no reference
+the garbage collector traverses, and a superseded version is freed at once), or the tree
+itself when it holds more than plain JSON types."""
+
+
+def _keep(obj: JSON) -> Kept:
+    try:
+        return marshal.dumps(obj, 2)
+    except ValueError:
+        return obj
+
+
+def _unkept(kept: Kept) -> JSON:
+    if isinstance(kept, bytes):
+        return marshal.loads(kept)  # type: ignore[no-any-return]
+    return kept
+
+
+@dataclass(slots=True)
+class _Current:
+    """A stored object with what is kept of it while it is the stored version."""
+
+    object: JSON
+    kept: Kept
+    """Its form in the event window (an event's ``old`` once it is replaced)."""
+    encoding: bytes | None = None
+    """What :meth:`Store.encoding` made of it (once: the object is never changed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _KeptEvent:
+    """An event in the window: the versions kept (:data:`Kept`), decoded when read."""
+
+    resource_version: int
+    type: EventType
+    object: Kept
+    old: Kept | None
 
 
 @dataclass
@@ -154,7 +193,10 @@ class Request:
 class Admission(Protocol):
     """A mutating or validating webhook: may change ``request.object`` or raise ApiError.
 
-    ``request.old`` is the stored object itself: a plugin reads it and never changes it.
+    ``request.old`` is the stored object itself: a plugin reads it and never changes it. On a
+    ``status`` write only the object's ``status`` is its own (the rest is the stored object's,
+    shared, not copied: the write keeps it), so a plugin changes nothing else there (a real
+    API server's status strategy resets everything else from the stored object anyway).
     """
 
     def admit(self, request: Request) -> None: ...
@@ -180,11 +222,14 @@ class _Table:
     by_label: dict[tuple[str, str], set[Key]] = field(default_factory=dict)
     by_label_key: dict[str, set[Key]] = field(default_factory=dict)
     by_namespace: dict[str, set[Key]] = field(default_factory=dict)
-    events: deque[Event] = field(default_factory=deque)
+    events: deque[_KeptEvent] = field(default_factory=deque)
     evicted_through: int = FIRST_RESOURCE_VERSION
     """The newest resourceVersion whose event left the window; until one has, the store's
     first version (a real watch cache starts from the list it made at startup: nothing
     older can be resumed from)."""
+    current: dict[Key, _Current] = field(default_factory=dict)
+    """Each stored object with its kept form (an event's ``old`` is the version the last event
+    of its key kept, not encoded twice) and its encoding once asked for."""
 
     def index(self, key: Key, obj: JSON) -> None:
         self.by_namespace.setdefault(key[0], set()).add(key)
@@ -208,10 +253,35 @@ class _Table:
                 if not keys:
                     del self.by_label_key[k]
 
-    def record(self, event: Event) -> None:
-        self.events.append(event)
+    def record(self, key: Key, event: Event) -> None:
+        """Keep the event in the window, its versions encoded (:data:`Kept`): the window holds
+        no live object (the stored ones are replaced, never changed, at every write)."""
+        kept = _keep(event.object)
+        old: Kept | None = None
+        if event.old is not None:
+            last = self.current.get(key)
+            old = last.kept if last is not None and last.object is event.old else _keep(event.old)
+        if event.type == "DELETED":
+            self.current.pop(key, None)
+        else:
+            self.current[key] = _Current(event.object, kept)
+        self.events.append(_KeptEvent(event.resource_version, event.type, kept, old))
         while len(self.events) > self.window:
             self.evicted_through = self.events.popleft().resource_version
+
+    def since(self, resource_version: int) -> EventList:
+        """The events after ``resource_version`` in the window, each version a new copy."""
+        return [
+            Event(
+                e.resource_version,
+                e.type,
+                self.resource,
+                _unkept(e.object),
+                None if e.old is None else _unkept(e.old),
+            )
+            for e in self.events
+            if e.resource_version > resource_version
+        ]
 
 
 class Store:
@@ -275,6 +345,20 @@ class Store:
         """The stored object itself (callers must not mutate it), or 404 NotFound: what
         :meth:`get` answers, without the copy (for an answer encoded under the lock)."""
         return self._stored(resource, namespace, name)
+
+    def encoding(self, resource: ResourceType, obj: JSON, encode: Callable[[JSON], bytes]) -> bytes:
+        """``encode(obj)``, made once per stored version: ``obj`` is a stored object (from
+        :meth:`stored`, :meth:`list` without copies, a write with ``copy=False``), which nothing
+        changes; anything else is encoded every time. One ``encode`` per store (the answers'
+        JSON): what it made is kept with the version and goes with it."""
+        m = meta(obj)
+        key = (self._scope(resource, str(m.get("namespace", ""))), str(m.get("name", "")))
+        current = self.table(resource).current.get(key)
+        if current is None or current.object is not obj:
+            return encode(obj)
+        if current.encoding is None:
+            current.encoding = encode(obj)
+        return current.encoding
 
     def peek(self, resource: ResourceType, namespace: str, name: str) -> JSON | None:
         """The stored object itself (callers must not mutate it), or None."""
@@ -375,7 +459,7 @@ class Store:
             oldest = table.events[0].resource_version - 1
         if resource_version < oldest:
             raise errors.gone(f"too old resource version: {resource_version} ({oldest})")
-        return [e for e in table.events if e.resource_version > resource_version]
+        return table.since(resource_version)
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -386,9 +470,17 @@ class Store:
         obj: JSON,
         *,
         internal: bool = False,
+        owned: bool = False,
+        copy: bool = True,
     ) -> JSON:
-        """Store a new object; returns a copy as stored (201 Created)."""
-        obj = clone(obj)
+        """Store a new object; returns a copy as stored (201 Created).
+
+        ``owned``: the caller hands ``obj`` over (it keeps no reference), so it is not copied.
+        ``copy=False``: returns the stored object itself (not to be mutated: for a caller that
+        drops the answer or encodes it under the lock).
+        """
+        if not owned:
+            obj = clone(obj)
         m = meta(obj)
         namespace = self._scope(resource, namespace)
         given = m.get("namespace")
@@ -435,7 +527,8 @@ class Store:
         m["uid"] = self.new_uid()
         m["creationTimestamp"] = timestamp(self.now())
         m["generation"] = 1
-        return clone(self._commit(table, key, obj, None, "ADDED"))
+        made = self._commit(table, key, obj, None, "ADDED")
+        return clone(made) if copy else made
 
     def update(
         self,
@@ -447,10 +540,12 @@ class Store:
         subresource: str = "",
         internal: bool = False,
         owned: bool = False,
+        copy: bool = True,
     ) -> JSON:
         """Replace the object (PUT); returns a copy as stored.
 
         ``owned``: the caller hands ``obj`` over (it keeps no reference), so it is not copied.
+        ``copy=False``: returns the stored object itself (see :meth:`create`).
         """
         namespace = self._scope(resource, namespace)
         table = self.table(resource)
@@ -475,7 +570,8 @@ class Store:
         new = self._merge_update(resource, old, obj, subresource)
         # admission plugins read ``old`` and never change it: it is the stored object itself
         self._admit(Request("UPDATE", resource, new, old, subresource, internal))
-        return clone(self._write(table, key, old, new))
+        done = self._write(table, key, old, new)
+        return clone(done) if copy else done
 
     def mutate(
         self,
@@ -486,8 +582,10 @@ class Store:
         *,
         subresource: str = "",
         internal: bool = True,
+        copy: bool = True,
     ) -> JSON:
-        """Read, change a copy with ``change``, and write it back at the version read."""
+        """Read, change a copy with ``change``, and write it back at the version read
+        (``copy=False``: answers the stored object itself, see :meth:`create`)."""
         current = self.get(resource, namespace, name)
         change(current)
         return self.update(
@@ -498,6 +596,7 @@ class Store:
             subresource=subresource,
             internal=internal,
             owned=True,
+            copy=copy,
         )
 
     def delete(
@@ -511,8 +610,27 @@ class Store:
         propagation: Propagation | None = None,
         grace_seconds: int | None = None,
         internal: bool = False,
+        copy: bool = True,
     ) -> JSON:
-        """Delete (or mark for deletion) the object; returns it as it last stood."""
+        """Delete (or mark for deletion) the object; returns it as it last stood (a copy; with
+        ``copy=False`` not one, see :meth:`create`)."""
+        done = self._delete(
+            resource, namespace, name, uid, resource_version, propagation, grace_seconds, internal
+        )
+        return clone(done) if copy else done
+
+    def _delete(
+        self,
+        resource: ResourceType,
+        namespace: str,
+        name: str,
+        uid: str | None,
+        resource_version: str | None,
+        propagation: Propagation | None,
+        grace_seconds: int | None,
+        internal: bool,
+    ) -> JSON:
+        """:meth:`delete`, answering the stored object (or the removed one's last form)."""
         namespace = self._scope(resource, namespace)
         table = self.table(resource)
         key = (namespace, name)
@@ -538,11 +656,13 @@ class Store:
             )
         self._admit(Request("DELETE", resource, clone(old), old, internal=internal))
         if resource is NAMESPACES and old.get("spec", {}).get("finalizers"):
-            return clone(self._terminate_namespace(table, key, old))
+            return self._terminate_namespace(table, key, old)
         if propagation is None:
             propagation = "Orphan" if resource.key in DEFAULT_ORPHAN else "Background"
-        new = clone(old)
-        nm = meta(new)
+        # only metadata changes: the rest is shared with the stored object, which nothing
+        # changes in place (a write replaces it)
+        nm = dict(meta(old))
+        new = {**old, "metadata": nm}
         finalizers = list(nm.get("finalizers") or [])
         if propagation == "Foreground" and FOREGROUND not in finalizers:
             finalizers.append(FOREGROUND)
@@ -550,7 +670,7 @@ class Store:
             finalizers.append(ORPHAN)
         graceful = self._grace(resource, old, grace_seconds)
         if not finalizers and graceful == 0:
-            return clone(self._remove(table, key, old))
+            return self._remove(table, key, old)
         if finalizers:
             nm["finalizers"] = finalizers
         if "deletionTimestamp" not in nm or graceful < int(
@@ -559,8 +679,8 @@ class Store:
             nm["deletionTimestamp"] = timestamp(self.now() + graceful)
             nm["deletionGracePeriodSeconds"] = graceful
         if graceful == 0 and not finalizers:
-            return clone(self._remove(table, key, old))
-        return clone(self._write(table, key, old, new))
+            return self._remove(table, key, old)
+        return self._write(table, key, old, new)
 
     def finish_deletion(self, resource: ResourceType, namespace: str, name: str) -> None:
         """Remove a marked object whose finalizers are gone (its kubelet's last step for a pod)."""
@@ -653,7 +773,10 @@ class Store:
     def _merge_update(self, resource: ResourceType, old: JSON, obj: JSON, subresource: str) -> JSON:
         has_status = "status" in resource.subresources
         if subresource == "status":
-            new = clone(old)
+            # everything but the status is the stored object's: shared, not copied (nothing
+            # changes a stored object in place; _write sets the metadata's own fields only)
+            new = dict(old)
+            new["metadata"] = dict(meta(old))
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
@@ -713,27 +836,34 @@ class Store:
     ) -> JSON:
         self.revision += 1
         meta(obj)["resourceVersion"] = str(self.revision)
+        # an update that keeps the labels (or the owners) leaves their index as it is
+        relabel = old is None or not _same_labels(labels_of(old), labels_of(obj))
+        reown = old is None or _owner_uids(old) != _owner_uids(obj)
         if old is not None:
-            table.unindex(key, old)
-            self._unindex_owners(table.resource, key, old)
+            if relabel:
+                table.unindex(key, old)
+            if reown:
+                self._unindex_owners(table.resource, key, old)
         table.objects[key] = obj
-        table.index(key, obj)
-        self._index_owners(table.resource, key, obj)
-        self._emit(table, Event(self.revision, kind, table.resource, obj, old))
+        if relabel:
+            table.index(key, obj)
+        if reown:
+            self._index_owners(table.resource, key, obj)
+        self._emit(table, key, Event(self.revision, kind, table.resource, obj, old))
         return obj
 
     def _remove(self, table: _Table, key: Key, old: JSON) -> JSON:
         self.revision += 1
-        gone = clone(old)
-        meta(gone)["resourceVersion"] = str(self.revision)
+        # a new version of the metadata; the rest is shared with ``old``, which is never changed
+        gone = {**old, "metadata": {**meta(old), "resourceVersion": str(self.revision)}}
         table.unindex(key, old)
         self._unindex_owners(table.resource, key, old)
         del table.objects[key]
-        self._emit(table, Event(self.revision, "DELETED", table.resource, gone, old))
+        self._emit(table, key, Event(self.revision, "DELETED", table.resource, gone, old))
         return gone
 
-    def _emit(self, table: _Table, event: Event) -> None:
-        table.record(event)
+    def _emit(self, table: _Table, key: Key, event: Event) -> None:
+        table.record(key, event)
         for listener in self.listeners:
             listener(event)
         with self.changed:
@@ -791,6 +921,17 @@ class Store:
         for table in self._tables.values():
             for key in sorted(table.objects):
                 yield table.resource, table.objects[key]
+
+
+def _same_labels(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two label maps index the same (key, str(value)) pairs: equal, value types too
+    (``1 == True`` but they are indexed as "1" and "True")."""
+    return a == b and all(type(v) is type(b[k]) for k, v in a.items())
+
+
+def _owner_uids(obj: JSON) -> list[str]:
+    """The owner uids the dependents' index keeps for ``obj``, in order."""
+    return [str(ref.get("uid")) for ref in owner_references(obj)]
 
 
 def _spec_of(obj: JSON) -> dict[str, Any]:

@@ -866,7 +866,7 @@ class SimFaults(FaultInjector):
                 obj["spec"]["suspend"] = True
 
         with self.sim.lock:
-            self.sim.store.mutate(TRAINJOBS, namespace, name, change, internal=False)
+            self.sim.store.mutate(TRAINJOBS, namespace, name, change, internal=False, copy=False)
             if self.cluster.kueue:
                 wl = self.cluster.workload(trainjob)
                 if wl is not None:
@@ -880,6 +880,7 @@ class SimFaults(FaultInjector):
                         str(wl["metadata"]["name"]),
                         deactivate,
                         internal=False,
+                        copy=False,
                     )
             self.sim.runner.settle()
         return form
@@ -930,11 +931,15 @@ class SimFaults(FaultInjector):
             return change
 
         with self.sim.lock:
-            self.sim.store.mutate(TRAINJOBS, namespace, name, suspend(False), internal=False)
+            self.sim.store.mutate(
+                TRAINJOBS, namespace, name, suspend(False), internal=False, copy=False
+            )
             self.sim.runner.settle()
         self.clock.advance(10)
         with self.sim.lock:
-            self.sim.store.mutate(TRAINJOBS, namespace, name, suspend(True), internal=False)
+            self.sim.store.mutate(
+                TRAINJOBS, namespace, name, suspend(True), internal=False, copy=False
+            )
             self.sim.runner.settle()
 
 

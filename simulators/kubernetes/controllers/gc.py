@@ -156,7 +156,7 @@ class GarbageCollector(Controller):
     ) -> None:
         # gone or refused meanwhile: the next event brings it back here
         with contextlib.suppress(ApiError):
-            self.store.mutate(resource, namespace, name, change)
+            self.store.mutate(resource, namespace, name, change, copy=False)
 
     def _delete(self, resource: ResourceType, obj: JSON, propagation: Propagation) -> None:
         m = meta(obj)
@@ -169,4 +169,5 @@ class GarbageCollector(Controller):
                 uid=str(m.get("uid")),
                 propagation=propagation,
                 internal=True,
+                copy=False,
             )

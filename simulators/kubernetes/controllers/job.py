@@ -541,7 +541,7 @@ class JobController(Controller):
             selector = spec.setdefault("selector", {})
             selector.setdefault("matchLabels", {})[CONTROLLER_UID] = uid
 
-        self.store.mutate(JOBS, str(meta(job)["namespace"]), name, change)
+        self.store.mutate(JOBS, str(meta(job)["namespace"]), name, change, copy=False)
 
     def _create_pod(self, job: JSON, index: int | None, failures: int | None) -> JSON:
         m = meta(job)
@@ -598,7 +598,12 @@ class JobController(Controller):
             self._drop_finalizer(str(m["namespace"]), str(m["name"]))
         with contextlib.suppress(ApiError):
             self.store.delete(
-                PODS, str(m["namespace"]), str(m["name"]), uid=str(m.get("uid")), internal=True
+                PODS,
+                str(m["namespace"]),
+                str(m["name"]),
+                uid=str(m.get("uid")),
+                internal=True,
+                copy=False,
             )
 
     def _release(self, pods: list[JSON]) -> None:
@@ -611,7 +616,7 @@ class JobController(Controller):
             remove_finalizer(current, TRACKING_FINALIZER)
 
         with contextlib.suppress(ApiError):
-            self.store.mutate(PODS, namespace, name, change)
+            self.store.mutate(PODS, namespace, name, change, copy=False)
 
     def _release_orphan(self, namespace: str, name: str) -> None:
         pod = self.store.peek(PODS, namespace, name)
@@ -634,7 +639,7 @@ class JobController(Controller):
 
         with contextlib.suppress(ApiError):
             self.store.mutate(
-                JOBS, str(m["namespace"]), str(m["name"]), change, subresource="status"
+                JOBS, str(m["namespace"]), str(m["name"]), change, subresource="status", copy=False
             )
 
 

@@ -219,7 +219,7 @@ class JobSetController(Controller):
         spec = js.get("spec", {})
         if spec.get("managedBy") not in (None, "", JOBSET_CONTROLLER):
             return None
-        before = clone(js.get("status"))
+        before = stored.get("status")  # the stored object is never changed: no copy to compare
         now = self.cluster.now()
         children = self._children(js)
         statuses = self._statuses(js, children)
@@ -343,12 +343,13 @@ class JobSetController(Controller):
                 uid=uid_of(obj),
                 propagation="Foreground",
                 internal=True,
+                copy=False,
             )
 
     def _write_job(self, job: JSON, change: Any, subresource: str = "") -> bool:
         try:
             self.store.mutate(
-                JOBS, namespace_of(job), name_of(job), change, subresource=subresource
+                JOBS, namespace_of(job), name_of(job), change, subresource=subresource, copy=False
             )
         except ApiError:
             return False
@@ -378,7 +379,7 @@ class JobSetController(Controller):
             },
         }
         with contextlib.suppress(ApiError):
-            self.store.create(SERVICES, namespace, svc, internal=True)
+            self.store.create(SERVICES, namespace, svc, internal=True, copy=False)
 
     def _create_jobs(self, js: JSON, children: _Children, statuses: list[JSON], now: float) -> None:
         """J3 reconcileReplicatedJobs with constructJobsFromTemplate."""
@@ -395,7 +396,11 @@ class JobSetController(Controller):
                         continue
                     try:
                         self.store.create(
-                            JOBS, namespace_of(js), self._job(js, rjob, index), internal=True
+                            JOBS,
+                            namespace_of(js),
+                            self._job(js, rjob, index),
+                            internal=True,
+                            copy=False,
                         )
                     except ApiError:
                         return  # J3: JobCreationFailed, retried
@@ -560,7 +565,14 @@ class JobSetController(Controller):
         # A refusal or a conflict: the newer version's event brings this JobSet back.
         with contextlib.suppress(ApiError):
             self.store.update(
-                JOBSETS, namespace_of(js), name_of(js), js, subresource="status", internal=True
+                JOBSETS,
+                namespace_of(js),
+                name_of(js),
+                js,
+                subresource="status",
+                internal=True,
+                owned=True,
+                copy=False,
             )
 
 

@@ -384,6 +384,7 @@ class Kubelet(Controller):
                 uid=str(m.get("uid")),
                 grace_seconds=0,
                 internal=True,
+                copy=False,
             )
 
     # -- status --------------------------------------------------------------------------------
@@ -456,7 +457,9 @@ class Kubelet(Controller):
             current["status"] = new_status
 
         with contextlib.suppress(ApiError):
-            self.store.mutate(PODS, str(m["namespace"]), str(m["name"]), put, subresource="status")
+            self.store.mutate(
+                PODS, str(m["namespace"]), str(m["name"]), put, subresource="status", copy=False
+            )
 
 
 def go_duration(seconds: float) -> str:
@@ -684,7 +687,9 @@ def _add_condition(cluster: Cluster, pod: JSON, kind: str, reason: str, message:
     def change(current: JSON) -> None:
         set_condition(current, kind, True, reason, message, now)
 
-    cluster.store.mutate(PODS, str(m["namespace"]), str(m["name"]), change, subresource="status")
+    cluster.store.mutate(
+        PODS, str(m["namespace"]), str(m["name"]), change, subresource="status", copy=False
+    )
 
 
 def lose_node(cluster: Cluster, node: str) -> str:
@@ -712,7 +717,7 @@ def lose_node(cluster: Cluster, node: str) -> str:
             now,
         )
 
-    cluster.store.mutate(NODES, "", node, change, subresource="status")
+    cluster.store.mutate(NODES, "", node, change, subresource="status", copy=False)
 
     def taint(current: JSON) -> None:
         taints = [
@@ -728,7 +733,7 @@ def lose_node(cluster: Cluster, node: str) -> str:
         )
         current.setdefault("spec", {})["taints"] = taints
 
-    cluster.store.mutate(NODES, "", node, taint)
+    cluster.store.mutate(NODES, "", node, taint, copy=False)
     cluster.extras.setdefault("lost-nodes", {})[node] = now
     pods = [p for p in cluster.store.select(PODS) if p.get("spec", {}).get("nodeName") == node]
     for pod in pods:
@@ -756,7 +761,12 @@ def _mark_not_ready(cluster: Cluster, pod: JSON, now: float) -> None:
 
     m = meta(pod)
     cluster.store.mutate(
-        PODS, str(m.get("namespace", "")), str(m.get("name", "")), change, subresource="status"
+        PODS,
+        str(m.get("namespace", "")),
+        str(m.get("name", "")),
+        change,
+        subresource="status",
+        copy=False,
     )
 
 
@@ -787,7 +797,9 @@ def evict_tainted(cluster: Cluster) -> float | None:
             )
             m = meta(pod)
             with contextlib.suppress(ApiError):
-                cluster.store.delete(PODS, str(m["namespace"]), str(m["name"]), internal=True)
+                cluster.store.delete(
+                    PODS, str(m["namespace"]), str(m["name"]), internal=True, copy=False
+                )
     return min(wake) if wake else None
 
 
@@ -910,5 +922,5 @@ def preempt_pod(cluster: Cluster, namespace: str, name: str) -> str:
         "default-scheduler: preempting to accommodate a higher priority pod",
     )
     m = meta(pod)
-    cluster.store.delete(PODS, namespace, name, uid=str(m.get("uid")), internal=True)
+    cluster.store.delete(PODS, namespace, name, uid=str(m.get("uid")), internal=True, copy=False)
     return f"pod {namespace}/{name} preempted"

@@ -253,7 +253,13 @@ def write_workload_status(store: Store, wl: JSON, change: Callable[[JSON], objec
         change(obj)
 
     store.mutate(
-        WORKLOADS, namespace_of(wl), name_of(wl), apply, subresource="status", internal=True
+        WORKLOADS,
+        namespace_of(wl),
+        name_of(wl),
+        apply,
+        subresource="status",
+        internal=True,
+        copy=False,
     )
 
 
@@ -630,7 +636,7 @@ class KueueJobController(_Retrying):
                 "queueName": queue_name(trainjob),
             },
         }
-        self.store.create(WORKLOADS, namespace_of(trainjob), wl, internal=True)
+        self.store.create(WORKLOADS, namespace_of(trainjob), wl, internal=True, copy=False)
 
     def _propagate_gate(self, trainjob: JSON, wl: JSON) -> bool:
         """reconciler.go PropagateAdmissionGatedByAnnotation: the Workload follows the job.
@@ -650,7 +656,9 @@ class KueueJobController(_Retrying):
                 if not annotations:
                     del meta(obj)["annotations"]
 
-        self.store.mutate(WORKLOADS, namespace_of(wl), name_of(wl), change, internal=True)
+        self.store.mutate(
+            WORKLOADS, namespace_of(wl), name_of(wl), change, internal=True, copy=False
+        )
         return True
 
     def _set_queue(self, wl: JSON, queue: str) -> None:
@@ -659,7 +667,9 @@ class KueueJobController(_Retrying):
         def change(obj: JSON) -> None:
             obj.setdefault("spec", {})["queueName"] = queue
 
-        self.store.mutate(WORKLOADS, namespace_of(wl), name_of(wl), change, internal=True)
+        self.store.mutate(
+            WORKLOADS, namespace_of(wl), name_of(wl), change, internal=True, copy=False
+        )
 
     def _stop(self, trainjob: JSON, wl: JSON) -> bool:
         """TrainJob.Stop [K2]: suspend; wait for no active Job; clear Kueue's replicatedJobs.
@@ -673,7 +683,7 @@ class KueueJobController(_Retrying):
             def suspend(obj: JSON) -> None:
                 obj.setdefault("spec", {})["suspend"] = True
 
-            self.store.mutate(TRAINJOBS, namespace, name, suspend, internal=True)
+            self.store.mutate(TRAINJOBS, namespace, name, suspend, internal=True, copy=False)
             return False
         if is_job_active(trainjob):
             return False
@@ -686,7 +696,7 @@ class KueueJobController(_Retrying):
                 if found is not None:
                     found["trainingRuntimeSpec"]["template"]["spec"].pop("replicatedJobs", None)
 
-            self.store.mutate(TRAINJOBS, namespace, name, restore, internal=True)
+            self.store.mutate(TRAINJOBS, namespace, name, restore, internal=True, copy=False)
         return patch is not None
 
     def _start(self, trainjob: JSON, wl: JSON) -> None:
@@ -711,12 +721,12 @@ class KueueJobController(_Retrying):
                 )
                 spec["replicatedJobs"] = entries
 
-        self.store.mutate(TRAINJOBS, namespace, name, write_patch, internal=True)
+        self.store.mutate(TRAINJOBS, namespace, name, write_patch, internal=True, copy=False)
 
         def unsuspend(obj: JSON) -> None:
             obj.setdefault("spec", {})["suspend"] = False
 
-        self.store.mutate(TRAINJOBS, namespace, name, unsuspend, internal=True)
+        self.store.mutate(TRAINJOBS, namespace, name, unsuspend, internal=True, copy=False)
 
     def _replicated_job_patches(self, wl: JSON) -> list[JSON]:
         """reconciler.go getPodSetsInfoFromStatus + podset.FromAssignment/FromUpdate/Merge."""
@@ -846,7 +856,7 @@ class WorkloadController(_Retrying):
                 def deactivate(obj: JSON) -> None:
                     obj.setdefault("spec", {})["active"] = False
 
-                self.store.mutate(WORKLOADS, namespace, name, deactivate, internal=True)
+                self.store.mutate(WORKLOADS, namespace, name, deactivate, internal=True, copy=False)
                 return None
             requeued = condition(wl, REQUEUED)
             if requeued is not None and requeued.get("status") == "False":
@@ -953,7 +963,14 @@ class WorkloadController(_Retrying):
             sync_admitted(snapshot, now)
             if snapshot.get("status") != wl.get("status"):
                 self.store.update(
-                    WORKLOADS, namespace, name, snapshot, subresource="status", internal=True
+                    WORKLOADS,
+                    namespace,
+                    name,
+                    snapshot,
+                    subresource="status",
+                    internal=True,
+                    owned=True,
+                    copy=False,
                 )
                 return None
         if has_quota(wl) and not is_evicted(wl):
@@ -1253,6 +1270,7 @@ class KueueScheduler(_Retrying):
                     reserve,
                     subresource="status",
                     internal=True,
+                    copy=False,
                 )
                 reserving += 1
                 admitted += 1 if not checks_of(wl) else 0
@@ -1276,6 +1294,7 @@ class KueueScheduler(_Retrying):
                     wait,
                     subresource="status",
                     internal=True,
+                    copy=False,
                 )
         self._write_status(cq, nominal, usage, still_pending + waiting, reserving, admitted, now)
         self._write_local_queues(name, now)
@@ -1399,7 +1418,14 @@ class KueueScheduler(_Retrying):
         set_condition(wanted, "Active", True, "Ready", "Can admit new workloads", now)
         if wanted.get("status") != cq.get("status"):
             self.store.update(
-                CLUSTERQUEUES, "", name_of(cq), wanted, subresource="status", internal=True
+                CLUSTERQUEUES,
+                "",
+                name_of(cq),
+                wanted,
+                subresource="status",
+                internal=True,
+                owned=True,
+                copy=False,
             )
 
     def _write_local_queues(self, cq_name: str, now: float) -> None:
@@ -1419,7 +1445,14 @@ class KueueScheduler(_Retrying):
             )
             if wanted.get("status") != lq.get("status"):
                 self.store.update(
-                    LOCALQUEUES, key[0], key[1], wanted, subresource="status", internal=True
+                    LOCALQUEUES,
+                    key[0],
+                    key[1],
+                    wanted,
+                    subresource="status",
+                    internal=True,
+                    owned=True,
+                    copy=False,
                 )
 
 

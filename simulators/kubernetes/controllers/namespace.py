@@ -57,6 +57,7 @@ class NamespaceController(Controller):
                     uid=str(m.get("uid")),
                     propagation="Background",
                     internal=True,
+                    copy=False,
                 )
         self.store.finalize_namespace(name)
         return None

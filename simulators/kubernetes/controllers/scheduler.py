@@ -263,7 +263,7 @@ class Scheduler(Controller):
 
         with contextlib.suppress(ApiError):
             self.store.mutate(
-                PODS, str(m["namespace"]), str(m["name"]), change, subresource="status"
+                PODS, str(m["namespace"]), str(m["name"]), change, subresource="status", copy=False
             )
 
     def _bind(self, pod: JSON, node: JSON) -> None:
@@ -274,7 +274,7 @@ class Scheduler(Controller):
             current.setdefault("spec", {})["nodeName"] = node_name
 
         try:
-            self.store.mutate(PODS, str(m["namespace"]), str(m["name"]), bind)
+            self.store.mutate(PODS, str(m["namespace"]), str(m["name"]), bind, copy=False)
         except ApiError:
             return
         self._pending.discard((str(m["namespace"]), str(m["name"])))

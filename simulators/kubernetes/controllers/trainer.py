@@ -527,7 +527,7 @@ class TrainerController(Controller):
         if managed_by not in (None, "", TRAINER_CONTROLLER):
             return None  # T3: managed by an external controller (MultiKueue)
         now = self.cluster.now()
-        before = clone(tj.get("status"))
+        before = stored.get("status")  # the stored object is never changed: no copy to compare
         failed = condition(tj, "Failed")
         if failed is not None and failed.get("reason") != DEADLINE_REASON:
             remove_condition(tj, "Failed")
@@ -550,7 +550,14 @@ class TrainerController(Controller):
         if tj.get("status") != before:
             try:
                 self.store.update(
-                    TRAINJOBS, namespace, name, tj, subresource="status", internal=True
+                    TRAINJOBS,
+                    namespace,
+                    name,
+                    tj,
+                    subresource="status",
+                    internal=True,
+                    owned=True,
+                    copy=False,
                 )
             except ApiError:
                 return now  # a conflict or a refusal: try again
@@ -583,7 +590,7 @@ class TrainerController(Controller):
         current = self.store.peek(JOBSETS, namespace, name)
         try:
             if current is None:
-                self.store.create(JOBSETS, namespace, desired, internal=True)
+                self.store.create(JOBSETS, namespace, desired, internal=True, copy=False)
                 return
             if not desired["spec"]["suspend"] and not current.get("spec", {}).get("suspend"):
                 return  # T4 Build: a running JobSet is left alone
@@ -596,7 +603,9 @@ class TrainerController(Controller):
             refs = [r for r in mm.get("ownerReferences") or [] if r.get("uid") != uid_of(tj)]
             mm["ownerReferences"] = [*dm["ownerReferences"], *refs]
             merged["spec"] = desired["spec"]  # server-side apply of the fields the Trainer owns
-            self.store.update(JOBSETS, namespace, name, merged, internal=True)
+            self.store.update(
+                JOBSETS, namespace, name, merged, internal=True, owned=True, copy=False
+            )
         except ApiError:
             pass  # T3: the failure is an Event (TrainJobResourcesCreationFailed); retried later
 
@@ -625,7 +634,7 @@ class TrainerController(Controller):
                 },
             }
             with contextlib.suppress(ApiError):
-                self.store.create(SECRETS, namespace, secret, internal=True)
+                self.store.create(SECRETS, namespace, secret, internal=True, copy=False)
         mpi = (runtime.get("spec", {}).get("mlPolicy") or {}).get("mpi") or {}
         launcher_as_node = bool(mpi.get("runLauncherAsNode", False))
         lines: list[str] = []
@@ -657,12 +666,12 @@ class TrainerController(Controller):
         current = self.store.peek(CONFIGMAPS, namespace, f"{name}-mpi-hostfile")
         with contextlib.suppress(ApiError):
             if current is None:
-                self.store.create(CONFIGMAPS, namespace, body, internal=True)
+                self.store.create(CONFIGMAPS, namespace, body, internal=True, copy=False)
             elif current.get("data") != body["data"]:
                 updated = clone(current)
                 updated["data"] = body["data"]
                 self.store.update(
-                    CONFIGMAPS, namespace, meta(current)["name"], updated, internal=True
+                    CONFIGMAPS, namespace, meta(current)["name"], updated, internal=True, copy=False
                 )
 
     def _ensure_snapshot(self, tj: JSON, runtime: JSON) -> None:
@@ -681,7 +690,7 @@ class TrainerController(Controller):
             "data": {SNAPSHOT_KEY: json.dumps(runtime, sort_keys=True)},
         }
         with contextlib.suppress(ApiError):
-            self.store.create(CONFIGMAPS, namespace, body, internal=True)
+            self.store.create(CONFIGMAPS, namespace, body, internal=True, copy=False)
 
     # -- status -------------------------------------------------------------------------------
 
@@ -747,7 +756,7 @@ class TrainerController(Controller):
         if now >= deadline:  # a real reconcile lands just after the deadline it asked for
             set_condition(tj, "Failed", True, DEADLINE_REASON, DEADLINE_MESSAGE, now)
             with contextlib.suppress(ApiError):
-                self.store.delete(JOBSETS, namespace_of(tj), name_of(tj), internal=True)
+                self.store.delete(JOBSETS, namespace_of(tj), name_of(tj), internal=True, copy=False)
             return None
         return deadline
 

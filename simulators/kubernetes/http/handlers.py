@@ -27,7 +27,7 @@ from simulators.kubernetes.http.watch import WatchStream
 from simulators.kubernetes.objects import JSON, meta
 from simulators.kubernetes.resources import PODS, ResourceType
 from simulators.kubernetes.selectors import FieldSelector, LabelSelector, SelectorError
-from simulators.kubernetes.store import Propagation, decode_body
+from simulators.kubernetes.store import Propagation, Store, decode_body
 
 if TYPE_CHECKING:
     from simulators.kubernetes.sim import KubeSim
@@ -101,7 +101,20 @@ class Streamed:
 
 def dump(obj: Any) -> bytes:
     """Compact JSON and a newline, as the API server's encoder writes it."""
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    return compact(obj) + b"\n"
+
+
+def compact(obj: Any) -> bytes:
+    """Compact JSON (:func:`dump` without its newline)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def dump_list(head: JSON, items: list[bytes]) -> bytes:
+    """:func:`dump` of ``head`` with ``items`` (each item's :func:`compact` JSON) added last:
+    what ``dump({**head, "items": [...]})`` writes, from the items' encodings."""
+    start = compact(head)[:-1]  # without its closing brace
+    comma = b"," if len(start) > 1 else b""
+    return start + comma + b'"items":[' + b",".join(items) + b"]}\n"
 
 
 RETURN_DELETED_OBJECT: Final = frozenset({("", "pods"), ("", "services")})
@@ -220,12 +233,18 @@ class Api:
         self.stopped = stopped
         self.logs = logs
         self.follow_logs = False
+        self._served: tuple[Store, bool, tuple[ResourceType, ...]] | None = None
+        """:attr:`resources` as made for a store and a Kueue setting (a store's tables are
+        fixed when it is made)."""
         self._dry = False
         """``follow=true`` streams a growing log (the server sets it in realtime mode)."""
 
     @property
     def resources(self) -> tuple[ResourceType, ...]:
-        return served(self.sim.store, bool(self.sim.config.kueue))
+        store, kueue = self.sim.store, bool(self.sim.config.kueue)
+        if self._served is None or self._served[0] is not store or self._served[1] != kueue:
+            self._served = (store, kueue, served(store, kueue))
+        return self._served[2]
 
     def handle(self, req: Request) -> Reply | Streamed:
         try:
@@ -390,7 +409,8 @@ class Api:
         if verb == "get":
             if tables.wants_table(req.accept):
                 return self._object(req, r, store.get(r, ns, name))
-            return Reply(200, dump(store.stored(r, ns, name)))  # encoded here, under the lock
+            # encoded here, under the lock (once per version of the object: it is never changed)
+            return Reply(200, self._json(r, store.stored(r, ns, name)))
         if verb in ("list", "watch"):
             labels, fields = self._selectors(req, r)
             if verb == "watch":
@@ -416,30 +436,35 @@ class Api:
             if page.remaining is not None:
                 list_meta["remainingItemCount"] = page.remaining
             body: JSON = {"apiVersion": r.api_version, "kind": r.list_kind, "metadata": list_meta}
-            body["items"] = page.items
-            return Reply(200, dump(body))
+            items = [store.encoding(r, obj, compact) for obj in page.items]
+            return Reply(200, dump_list(body, items))
+        # A write's answer is the object as the write stored it, encoded at once (under the
+        # lock, before the controllers react): the stored object itself, no copy. The body
+        # decoded for the request, and a patch's result, are handed over to the store.
         if verb == "create":
             obj = self._body_object(req, r)
-            made = store.create(r, ns, obj)
+            reply = self._object(req, r, store.create(r, ns, obj, owned=True, copy=False), 201)
             self._settle()
-            return self._object(req, r, made, 201)
+            return reply
         if verb == "update":
             obj = self._body_object(req, r)
-            done = store.update(r, ns, name, obj, subresource=sub)
+            done = store.update(r, ns, name, obj, subresource=sub, owned=True, copy=False)
+            reply = self._object(req, r, done)
             self._settle()
-            return self._object(req, r, done)
+            return reply
         if verb == "patch":
             content_type = req.content_type.split(";")[0].strip().lower()
             if content_type in SERVER_SIDE_APPLY:  # before the get: it would create the object
                 raise ApiError(415, "UnsupportedMediaType", NO_SERVER_SIDE_APPLY)
-            current = store.get(r, ns, name)
+            current = store.stored(r, ns, name)  # apply_patch never changes it: a patched copy
             patched = apply_patch(r, current, content_type, req.body)
             pm = meta(patched)
             if not pm.get("resourceVersion"):
                 pm["resourceVersion"] = meta(current).get("resourceVersion")
-            done = store.update(r, ns, name, patched, subresource=sub)
+            done = store.update(r, ns, name, patched, subresource=sub, owned=True, copy=False)
+            reply = self._object(req, r, done)
             self._settle()
-            return self._object(req, r, done)
+            return reply
         if verb == "delete":
             return self._delete(req, r, ns, name)
         if verb == "deletecollection":
@@ -477,7 +502,12 @@ class Api:
             rv = str(meta(obj).get("resourceVersion", ""))
             doc = tables.table(r, [obj], self.sim.clock.now(), rv)
             return Reply(code, dump(doc), tables.TABLE_CONTENT_TYPE)
-        return Reply(code, dump(obj))
+        return Reply(code, self._json(r, obj))
+
+    def _json(self, r: ResourceType, obj: JSON) -> bytes:
+        """:func:`dump` of ``obj``; of a stored object, made once per version (the store keeps
+        it with the version: :meth:`~simulators.kubernetes.store.Store.encoding`)."""
+        return self.sim.store.encoding(r, obj, compact) + b"\n"
 
     def _body_object(self, req: Request, r: ResourceType) -> JSON:
         obj = (
@@ -595,14 +625,16 @@ class Api:
             resource_version=options["resource_version"],
             propagation=options["propagation"],
             grace_seconds=options["grace"],
+            copy=False,
         )
         deleted_at_once = self.sim.store.peek(r, ns, name) is None
-        self._settle()
-        still = self.sim.store.peek(r, ns, name) is not None
         body = done
         if deleted_at_once and r.key not in RETURN_DELETED_OBJECT:
             body = deleted_status(r, done)
-        return Reply(202 if still and options["orphan_false"] else 200, dump(body))
+        encoded = dump(body)  # as the delete left it (the stored object itself: not later)
+        self._settle()
+        still = self.sim.store.peek(r, ns, name) is not None
+        return Reply(202 if still and options["orphan_false"] else 200, encoded)
 
     def _log(self, req: Request, ns: str, name: str) -> Reply | Streamed:
         """``pods/log``: the container's log (pkg/registry/core/pod/strategy.go LogLocation)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -11,7 +12,7 @@ from dispatch_core import VirtualClock
 from simulators.kubernetes.controllers.base import Cluster, Runner
 from simulators.kubernetes.controllers.gc import GarbageCollector
 from simulators.kubernetes.errors import ApiError
-from simulators.kubernetes.objects import owner_reference
+from simulators.kubernetes.objects import clone, owner_reference
 from simulators.kubernetes.resources import JOBS, NAMESPACES, PODS, TRAINJOBS
 from simulators.kubernetes.selectors import FieldSelector, LabelSelector
 from simulators.kubernetes.store import Store, field_selectable
@@ -254,3 +255,161 @@ def test_a_job_orphans_its_dependents_by_default() -> None:
     assert store.peek(JOBS, "default", "j") is None
     left = store.get(PODS, "default", "j-0")
     assert "ownerReferences" not in left["metadata"]
+
+
+def test_writes_answer_a_copy_or_with_copy_false_the_stored_object() -> None:
+    store, _ = make_store()
+    made = store.create(TRAINJOBS, "default", trainjob("a"))
+    assert made == store.peek(TRAINJOBS, "default", "a")
+    assert made is not store.peek(TRAINJOBS, "default", "a")
+    body = trainjob("b")
+    stored = store.create(TRAINJOBS, "default", body, owned=True, copy=False)
+    assert stored is store.peek(TRAINJOBS, "default", "b")
+    assert stored is body  # handed over: stored as given, not copied
+
+    def label(obj: dict[str, Any]) -> None:
+        obj["metadata"]["labels"]["x"] = "1"
+
+    changed = store.mutate(TRAINJOBS, "default", "a", label, copy=False)
+    assert changed is store.peek(TRAINJOBS, "default", "a")
+    again = store.update(TRAINJOBS, "default", "a", changed)
+    assert again == changed and again is not changed
+    kept = store.peek(TRAINJOBS, "default", "a")
+    store.update(TRAINJOBS, "default", "a", {**changed, "spec": {"x": 1}}, copy=False)
+    assert kept == again  # the version replaced is left as it was: nothing changes it in place
+
+
+def test_a_delete_leaves_the_version_it_replaces_as_it_was() -> None:
+    store, _ = make_store()
+    store.create(TRAINJOBS, "default", {**trainjob("a"), "metadata": {"name": "a"}})
+    store.mutate(TRAINJOBS, "default", "a", lambda o: o["metadata"].update(finalizers=["f"]))
+    before = store.peek(TRAINJOBS, "default", "a")
+    assert before is not None
+    snapshot = store.get(TRAINJOBS, "default", "a")
+    marked = store.delete(TRAINJOBS, "default", "a", copy=False)
+    assert marked is store.peek(TRAINJOBS, "default", "a")
+    assert marked["metadata"]["deletionTimestamp"]
+    assert before == snapshot  # the marked version is a new one
+    gone_before = store.peek(TRAINJOBS, "default", "a")
+    remove = store.mutate(TRAINJOBS, "default", "a", lambda o: o["metadata"].pop("finalizers"))
+    assert store.peek(TRAINJOBS, "default", "a") is None
+    assert gone_before == marked
+    assert remove["metadata"]["resourceVersion"] == str(store.revision)
+
+
+def test_the_event_window_keeps_each_version_as_it_was_written() -> None:
+    store, _ = make_store()
+    seen: list[tuple[str, Any, Any]] = []
+    store.listeners.append(
+        lambda e: seen.append((e.type, clone(e.object), None if e.old is None else clone(e.old)))
+    )
+    start = store.revision
+    store.create(TRAINJOBS, "default", trainjob("a", team="x"))
+    store.create(PODS, "default", pod("p"))
+    store.mutate(TRAINJOBS, "default", "a", lambda o: o["spec"].update(suspend=True))
+    store.mutate(TRAINJOBS, "default", "a", lambda o: o["metadata"].update(finalizers=["f"]))
+    store.delete(TRAINJOBS, "default", "a")
+    store.mutate(TRAINJOBS, "default", "a", lambda o: o["metadata"].pop("finalizers"))
+    store.create(TRAINJOBS, "default", trainjob("a"))
+    events = store.events_since(TRAINJOBS, start)
+    expected = [s for s in seen if s[1]["kind"] == "TrainJob"]
+    assert [(e.type, e.object, e.old) for e in events] == expected
+    kinds = ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED", "ADDED"]
+    assert [e.type for e in events] == kinds
+    # each read is a new copy: changing one changes neither the window nor the store
+    events[-1].object["spec"] = {}
+    assert store.events_since(TRAINJOBS, start)[-1].object == expected[-1][1]
+    assert store.peek(TRAINJOBS, "default", "a") == expected[-1][1]
+    # what the window holds is encoded: no stored object, no superseded version
+    table = store.table(TRAINJOBS)
+    assert all(isinstance(e.object, bytes) for e in table.events)
+    assert all(e.old is None or isinstance(e.old, bytes) for e in table.events)
+
+
+def test_the_event_window_keeps_a_tree_that_is_not_plain_json_as_it_is() -> None:
+    class Text(str):
+        pass
+
+    store, _ = make_store()
+    start = store.revision
+    store.create(TRAINJOBS, "default", trainjob("a", team=Text("x")))
+    (event,) = store.events_since(TRAINJOBS, start)
+    assert event.object == store.peek(TRAINJOBS, "default", "a")
+    assert isinstance(event.object["metadata"]["labels"]["team"], Text)
+
+
+def test_an_encoding_is_made_once_per_stored_version() -> None:
+    store, _ = make_store()
+    made: list[str] = []
+
+    def encode(obj: dict[str, Any]) -> bytes:
+        made.append(obj["metadata"]["resourceVersion"])
+        return json.dumps(obj).encode()
+
+    store.create(TRAINJOBS, "default", trainjob("a"))
+    first = store.stored(TRAINJOBS, "default", "a")
+    assert store.encoding(TRAINJOBS, first, encode) == json.dumps(first).encode()
+    assert store.encoding(TRAINJOBS, first, encode) == json.dumps(first).encode()
+    assert made == [first["metadata"]["resourceVersion"]]
+    copy = store.get(TRAINJOBS, "default", "a")  # not the stored object: encoded every time
+    store.encoding(TRAINJOBS, copy, encode)
+    assert len(made) == 2
+    store.mutate(TRAINJOBS, "default", "a", lambda o: o["spec"].update(suspend=True))
+    second = store.stored(TRAINJOBS, "default", "a")
+    assert store.encoding(TRAINJOBS, second, encode) == json.dumps(second).encode()
+    assert store.encoding(TRAINJOBS, first, encode) == json.dumps(first).encode()  # replaced
+    assert len(made) == 4
+    store.delete(TRAINJOBS, "default", "a")
+    store.create(TRAINJOBS, "default", trainjob("a"))
+    third = store.stored(TRAINJOBS, "default", "a")
+    assert store.encoding(TRAINJOBS, third, encode) == json.dumps(third).encode()
+    assert made[-1] == third["metadata"]["resourceVersion"] and len(made) == 5
+
+
+def test_a_status_write_keeps_the_rest_and_leaves_the_version_it_replaces() -> None:
+    store, _ = make_store()
+    store.create(TRAINJOBS, "default", trainjob("a", team="x"))
+    before = store.peek(TRAINJOBS, "default", "a")
+    assert before is not None
+    snapshot = clone(before)
+    sent = store.get(TRAINJOBS, "default", "a")
+    sent["spec"] = {"ignored": True}
+    sent["metadata"]["labels"] = {"ignored": "yes"}
+    sent["status"] = {"phase": "x"}
+    done = store.update(TRAINJOBS, "default", "a", sent, subresource="status", copy=False)
+    assert done["status"] == {"phase": "x"}
+    assert done["spec"] == snapshot["spec"] and done["metadata"]["labels"] == {"team": "x"}
+    assert done["metadata"]["resourceVersion"] != snapshot["metadata"]["resourceVersion"]
+    assert before == snapshot  # the replaced version is as it was
+
+
+def test_the_indexes_follow_every_write_whether_labels_and_owners_change_or_not() -> None:
+    store, _ = make_store()
+    owner = store.create(JOBS, "default", {"metadata": {"name": "j"}, "spec": {}})
+    store.create(PODS, "default", pod("p", team="a"))
+
+    def names(selector: str) -> list[str]:
+        found = store.select(PODS, "default", labels=LabelSelector.parse(selector))
+        return [o["metadata"]["name"] for o in found]
+
+    def dependents() -> list[str]:
+        return [o["metadata"]["name"] for _, o in store.dependents(owner["metadata"]["uid"])]
+
+    store.mutate(PODS, "default", "p", lambda o: o["spec"].update(priority=1))  # labels kept
+    assert names("team=a") == ["p"] and names("team") == ["p"]
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"]["labels"].update(team="b"))
+    assert names("team=a") == [] and names("team=b") == ["p"]
+    by_label = store.table(PODS).by_label
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"]["labels"].update(n=1))
+    assert ("default", "p") in by_label[("n", "1")]
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"]["labels"].update(n="2"))
+    assert ("n", "1") not in by_label
+    assert ("default", "p") in by_label[("n", "2")]
+    ref = owner_reference(owner)
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"].update(ownerReferences=[ref]))
+    assert dependents() == ["p"]
+    store.mutate(PODS, "default", "p", lambda o: o["spec"].update(priority=2))  # owners kept
+    assert dependents() == ["p"]
+    store.mutate(PODS, "default", "p", lambda o: o["metadata"].pop("ownerReferences"))
+    assert dependents() == []
+    assert names("team=b") == ["p"]
