@@ -13,6 +13,7 @@ Hypothesis database yet, as a newcomer's first run. Prints the wall time beside 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 GOAL_SECONDS = 60.0
+CLOSING = re.compile(r"\d+ passed, \d+ failed, \d+ skipped")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -38,14 +40,18 @@ def main() -> None:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
         print(f"installing a fresh clone of HEAD in {clone} (not timed) ...", flush=True)
         started = time.perf_counter()
-        subprocess.run(["make", "-C", str(clone), ".venv/.installed"], check=True)
+        install = subprocess.run(
+            ["make", "-C", str(clone), ".venv/.installed"], capture_output=True, text=True
+        )
+        if install.returncode != 0:
+            sys.exit(f"demo benchmark: the install failed:\n{install.stdout}{install.stderr}")
         print(f"  install: {time.perf_counter() - started:.1f} s")
         started = time.perf_counter()
         done = subprocess.run(
             ["make", "-C", str(clone), "demo"], capture_output=True, text=True, check=False
         )
         took = time.perf_counter() - started
-        closing = [line for line in done.stdout.splitlines() if " passed, " in line]
+        closing = [line for line in done.stdout.splitlines() if CLOSING.match(line)]
         print(f"  make demo: exit {done.returncode}; {closing[-1] if closing else done.stderr}")
         print(
             f"make demo after the install: {took:.1f} s   goal < {GOAL_SECONDS:.0f} s   "
