@@ -29,8 +29,12 @@ def test_without_it_dev_shm_when_writable_else_the_temp_directory(
     assert scratch_root() == expected
 
 
+@pytest.mark.parametrize(
+    "command",
+    [("true",), ("sleep", "300")],  # its script ends at once; it runs on when the cluster goes
+)
 def test_the_cluster_s_files_live_in_the_root_and_go_with_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...]
 ) -> None:
     monkeypatch.setenv(SCRATCH_ENV, str(tmp_path))
     harness = SlurmSimHarness()
@@ -39,7 +43,7 @@ def test_the_cluster_s_files_live_in_the_root_and_go_with_it(
     assert cluster.scratch.parent == tmp_path
     checks_dir = Path(harness.host(backend).scratch_dir())
     assert checks_dir.parent == tmp_path
-    spec = JobSpec(command=("true",), work_dir=str(checks_dir))
+    spec = JobSpec(command=command, work_dir=str(checks_dir))
     ref = backend.start(make_plan(backend, spec, None, with_job(JobID.new())), 1, 1)
     harness.faults(backend).let_run(ref)  # its script ran, from a directory in the root
     assert cluster.execute.bin_dir.parent == tmp_path

@@ -237,11 +237,13 @@ def _runs(running: Running) -> bool:
 
 
 def _kill_all(running: dict[int, Running]) -> None:
+    """Kill the scripts still running when the cluster goes, and release what each holds (its
+    output files, its scratch directory: on tmpfs, a leak would hold memory until reboot)."""
     for job in list(running.values()):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(job.process.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
-            job.process.wait(timeout=5)
+            ExecuteMode.reap(job, 5.0)
     running.clear()
 
 
