@@ -47,10 +47,14 @@ class LineSpool(Sequence[str]):
     def __getitem__(self, index: int | slice) -> str | list[str]:
         if isinstance(index, slice):
             return [self.line(i) for i in range(*index.indices(len(self)))]
+        return self.line(self._position(index))
+
+    def _position(self, index: int) -> int:
+        """``index`` (negative from the end) as a line's position; IndexError past either end."""
         position = index + len(self) if index < 0 else index
         if not 0 <= position < len(self):
             raise IndexError("line index out of range")
-        return self.line(position)
+        return position
 
     def __iter__(self) -> Iterator[str]:
         index = 0
@@ -106,9 +110,10 @@ class LineSpool(Sequence[str]):
         return lines
 
     def replace(self, index: int, line: str) -> None:
-        """Line ``index`` (0 <= index < len) becomes ``line`` (which holds no newline)."""
+        """Line ``index`` (negative from the end) becomes ``line`` (which holds no newline)."""
         if "\n" in line:
             raise ValueError("a spooled line holds no newline")
+        index = self._position(index)
         if index >= self.sealed:
             self.size += len(line) - len(self.tail[index - self.sealed])
             self.tail[index - self.sealed] = line

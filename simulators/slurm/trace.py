@@ -152,28 +152,17 @@ class Records(Sequence[Record]):
     def __getitem__(self, index: slice) -> list[Record]: ...
 
     def __getitem__(self, index: int | slice) -> Record | list[Record]:
-        spool = self._spool
         if isinstance(index, slice):
-            return [json.loads(spool.line(i)) for i in range(*index.indices(len(spool)))]
-        record: Record = json.loads(spool.line(_index(index, len(spool))))
+            return [json.loads(line) for line in self._spool[index]]
+        record: Record = json.loads(self._spool[index])
         return record
 
     def __iter__(self) -> Iterator[Record]:
-        spool, index = self._spool, 0
-        while index < len(spool):  # as a list's iterator: what is appended meanwhile comes too
-            yield json.loads(spool.line(index))
-            index += 1
+        # as the spool's (and a list's) iterator: what is appended meanwhile comes too
+        return map(json.loads, self._spool)
 
     def __repr__(self) -> str:
         return f"<{len(self)} trace records>"
-
-
-def _index(index: int, length: int) -> int:
-    """``index`` (negative from the end) as a position in a sequence of ``length``."""
-    position = index + length if index < 0 else index
-    if not 0 <= position < length:
-        raise IndexError("trace record index out of range")
-    return position
 
 
 class Trace:
@@ -294,8 +283,7 @@ class Trace:
     def replace(self, index: int, record: Record) -> None:
         """Record ``index`` (negative from the end) becomes ``record`` (a replay that records
         what the original did: an error, a script's original path)."""
-        spool = self._spool
-        spool.replace(_index(index, len(spool)), _canonical(record))
+        self._spool.replace(index, _canonical(record))
 
     def truncate(self, length: int) -> None:
         """Forget every record after the first ``length`` (at least 1: the header stays)."""
