@@ -197,7 +197,7 @@ def test_an_interrupted_conformance_run_removes_its_cluster(tmp_path: Path) -> N
     before = set(leftovers(client))
     run_ = subprocess.Popen(
         [sys.executable, "-m", "conformance.cli", "run", "--harness", "slurm-containers",
-         "--check", "IDENT-001", "--report-dir", str(tmp_path)],
+         "--check", "STATE-", "--report-dir", str(tmp_path)],  # minutes: still running at SIGINT
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -373,7 +373,9 @@ def reap(client: Any) -> list[str]:
     """Remove the containers and networks of clusters whose process is gone (on this host);
     the names of what was removed."""
     removed: list[str] = []
-    for container in client.containers.list(all=True, filters={"label": CLUSTER_LABEL}):
+    # ignore_removed: a container another process removes between the list and its inspect
+    listed = client.containers.list(all=True, filters={"label": CLUSTER_LABEL}, ignore_removed=True)
+    for container in listed:
         if not _alive(container.labels.get(OWNER_LABEL, "")):
             container.remove(force=True, v=True)
             removed.append(f"container {container.name}")
@@ -388,9 +390,8 @@ def leftovers(client: Any, cluster: str | None = None) -> list[str]:
     """The containers and networks of ``cluster`` (of every cluster when None) the engine
     still has: what a cleanup left behind."""
     label = CLUSTER_LABEL if cluster is None else f"{CLUSTER_LABEL}={cluster}"
-    found = [
-        f"container {c.name}" for c in client.containers.list(all=True, filters={"label": label})
-    ]
+    listed = client.containers.list(all=True, filters={"label": label}, ignore_removed=True)
+    found = [f"container {c.name}" for c in listed]
     found += [f"network {n.name}" for n in client.networks.list(filters={"label": label})]
     return found
 
