@@ -485,6 +485,51 @@ def test_entries_may_explain_a_difference_between_them() -> None:
     assert fid.explain(difference, (lag, hold)) == "hold; lag"  # in line order
 
 
+def _node_loss_difference(step: str, real: str, sim: str) -> TranscriptDifference:
+    return TranscriptDifference(
+        "node-loss", "comment", 10, step, "stdout", real, sim,
+        real_step=f"rc=0\n{real}", sim_step=f"rc=0\n{sim}",
+    )  # fmt: skip
+
+
+def test_a_listing_may_keep_an_ended_job_the_simulator_purged() -> None:
+    """CI saw this (node-loss, step 10): the real purge pass had not yet run."""
+    listing = "squeue -h -t all -j {A},{B} -o '%i|%j|%T|%r'"
+    later = "7|fid-requeued|PENDING|BeginTime\n"
+    kept = _node_loss_difference(listing, "6|fid-lost|NODE_FAIL|NodeDown\n" + later, later)
+    assert fid.explain(kept, fid.KNOWN_DIFFERENCES) is not None
+    assert "purge" in (fid.explain(kept, fid.KNOWN_DIFFERENCES) or "")
+    # Only the real side may keep it, only an ended job, and its state must be the same.
+    reversed_ = _node_loss_difference(listing, later, kept.real)
+    running = _node_loss_difference(listing, "6|fid-lost|RUNNING|None\n" + later, later)
+    other_state = _node_loss_difference(
+        listing, "6|fid-lost|NODE_FAIL|NodeDown\n" + later, "6|fid-lost|FAILED|None\n" + later
+    )
+    for difference in (reversed_, running, other_state):
+        assert fid.explain(difference, fid.KNOWN_DIFFERENCES) is None, difference
+
+
+def test_the_requeued_job_may_restart_at_another_pass_after_a_node_loss() -> None:
+    """CI saw this (node-loss, step 13): the real main scheduler started the job at its
+    eligible time, the simulator's periodic pass 4 s later; only the times may differ."""
+    line = (
+        "JobId={{B}} JobName=fid-requeued JobState=RUNNING Restarts=1 EligibleTime=T+35 "
+        "StartTime=T+{s} LastSchedEval=T+{s} Scheduler=Main NodeList=<node1>\n"
+    )
+    show = "scontrol show job -o {B}"
+    moved = _node_loss_difference(show, line.format(s=35), line.format(s=39))
+    assert fid.explain(moved, fid.KNOWN_DIFFERENCES) is not None
+    restarts = _node_loss_difference(
+        show, line.format(s=35), line.format(s=39).replace("Restarts=1", "Restarts=2")
+    )
+    assert fid.explain(restarts, fid.KNOWN_DIFFERENCES) is None
+    lost = _node_loss_difference(
+        show, line.format(s=35).replace("fid-requeued", "fid-lost"),
+        line.format(s=39).replace("fid-requeued", "fid-lost"),
+    )  # fmt: skip
+    assert fid.explain(lost, fid.KNOWN_DIFFERENCES) is None
+
+
 def test_ids_that_do_not_align_are_reported_once_then_mapped() -> None:
     real = fid.run_on_sim(fid.scenario_named("names"), LAB, START)
     shifted = fid.replay_on_sim(Transcript.from_json({**real.to_json(), "next_job_id": 9}))

@@ -32,8 +32,9 @@ class Known:
 
     and it covers the changed lines (those that differ beyond the time tolerance, paired up
     as ``diff`` pairs them) in whose real or simulated version ``lines`` (a regex) is found;
-    None covers them all. A difference is explained when the entries that apply to it cover
-    every changed line between them (:func:`explain`).
+    None covers them all; with ``real_only``, only the lines the real side has and the
+    simulator lacks. A difference is explained when the entries that apply to it cover every
+    changed line between them (:func:`explain`).
 
     ``timing`` marks a difference that depends on the real cluster's timing (a periodic pass
     whose phase is unknown), so a given run may not show it."""
@@ -48,6 +49,7 @@ class Known:
     mode: str | None = None
     timing: bool = False
     times_only: bool = False
+    real_only: bool = False
 
     def applies(self, difference: TranscriptDifference) -> bool:
         if self.scenario not in ("*", difference.scenario):
@@ -65,6 +67,8 @@ class Known:
         return not (self.times_only and not similar(difference.real, difference.sim, 10**9))
 
     def covers(self, line: tuple[str | None, str | None]) -> bool:
+        if self.real_only and line[1] is not None:
+            return False
         if self.lines is None:
             return True
         return any(re.search(self.lines, side) for side in line if side is not None)
@@ -144,9 +148,11 @@ _ACCOUNTING_LAG: Final = (
     "PENDING; the simulator's accounting has every row at once (the pass's phase is unknown)"
 )
 _PURGE: Final = (
-    "slurmctld purges finished jobs on a pass every MAX(10, MinJobAge) s, so a job stays in "
-    "squeue 2-12 s after it ends; the simulator purges exactly MinJobAge after the end "
-    "(docs/decisions.md), so it may already answer 'Invalid job id specified'"
+    "slurmctld purges finished jobs on a pass every MAX(10, MinJobAge) s (MinJobAge < 60; "
+    "controller.c, _slurmctld_background), a job at the first pass MinJobAge s after its end "
+    "(job_mgr.c, purge_old_job), so a job stays in squeue 2-12 s after it ends; the simulator "
+    "purges exactly MinJobAge after the end (docs/decisions.md), so it may already answer "
+    "'Invalid job id specified', or leave the job's line out of a listing of several ids"
 )
 _RESTART: Final = (
     "a requeued job restarts at a scheduler pass after its begin time; on the real cluster any "
@@ -165,8 +171,17 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         timing=True,
     ),
     Known(
+        "*", r"^squeue", "stdout", _PURGE,
+        lines=r"\|(COMPLETED|CANCELLED|FAILED|TIMEOUT|NODE_FAIL|PREEMPTED|OUT_OF_MEMORY|"
+        r"BOOT_FAIL|DEADLINE)(\||$)", real_only=True, timing=True,
+    ),
+    Known(
         "requeue-running", r"^(squeue|sacct)", "stdout", _RESTART,
         lines=r"RUNNING|CANCELLED", times_only=True, timing=True,
+    ),
+    Known(
+        "node-loss", r"^scontrol show job", "stdout", _RESTART,
+        lines=r"JobName=fid-requeued ", times_only=True, timing=True,
     ),
     Known(
         "node-loss", r"^scontrol show job", "stdout",
