@@ -187,6 +187,13 @@ class Race(StrEnum):
     """The queued object starts (its execution begins)."""
     VANISHES = "vanishes"
     """The object ends and leaves the live view (its history, if kept, stays)."""
+    TOUCHED = "touched"
+    """Another writer changes the object in nothing the write depends on, so the write meets a
+    newer version of an object still as the adapter read it (Kubernetes: a controller's write
+    moves the resourceVersion, and an update carrying the one read is a 409 Conflict). The
+    write can still land: the adapter re-reads, judges and writes again. A scheduler whose
+    writes carry no precondition (Slurm) cannot inject it. On an operation of two writes, each
+    object written is touched once, before its first write."""
 
 
 class ReplyLoss(StrEnum):

@@ -13,3 +13,7 @@ DESIGN_REOBSERVE: Final = (
     "DESIGN §3, OutcomeUnknown: re-observe, never assume (§5: a command that timed out before "
     "it took effect)"
 )
+DESIGN_STALE_WRITE: Final = (
+    "DESIGN §4, Kubeflow: the identity check rides on the write itself; a 409 is re-read and "
+    "judged again, never retried blindly"
+)

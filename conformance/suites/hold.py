@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import Final
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import CannotInject, Fault, Race
@@ -26,7 +27,13 @@ from conformance.steps import (
     timed_out,
     visible,
 )
-from conformance.suites.clauses import DESIGN_HOLDS, DESIGN_REOBSERVE, SEED_000_HOLD, SEED_001
+from conformance.suites.clauses import (
+    DESIGN_HOLDS,
+    DESIGN_REOBSERVE,
+    DESIGN_STALE_WRITE,
+    SEED_000_HOLD,
+    SEED_001,
+)
 from dispatch_core import (
     Capability,
     Conflict,
@@ -597,6 +604,44 @@ def hold_racing_the_scheduler(ctx: Context) -> None:
             seen.state is not State.HELD and seen.hold is None,
             f"after {what}, open shows {visible(seen)}",
         )
+
+
+TOUCHED: Final = (
+    " (another writer changed its object just before it landed, in nothing it depends on: the "
+    "object is still as read, so a re-read and a second write land it)"
+)
+
+
+@check(
+    "HOLD-014",
+    clause=f"{DESIGN_REOBSERVE}; {DESIGN_STALE_WRITE}",
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.RACE_NEXT_WRITE,)),
+)
+def hold_meeting_another_write(ctx: Context) -> None:
+    """A hold and its release whose object another writer touched just before each landed
+    (Kubernetes: a 409 on the version read) still land: never OutcomeUnknown nor Rejected."""
+    holder = holder_of(ctx)
+    ctx.faults.race_next_write("hold", Race.TOUCHED)
+    for _ in range(PENDING_TRIES):
+        ref = ctx.start(ctx.plan(long_spec(ctx)))
+        number = held_unless_started(ctx, holder, ref, TOUCHED)
+        if number is not None:
+            break
+        stop(ctx, ref, "(started before its hold landed)")
+    else:
+        raise Skip(
+            f"the scheduler started each of {PENDING_TRIES} new objects before a hold could land"
+        )
+    fired(ctx, "race_next_write(hold)", f"hold({ref.id}){TOUCHED}")
+    ctx.faults.race_next_write("release", Race.TOUCHED)
+    what = f"release({ref.id}, {number}){TOUCHED}"
+    call(ctx, what, lambda: holder.release(ref, number))
+    fired(ctx, "race_next_write(release)", what)
+    seen = look(ctx, ref, f"after {what}")
+    ctx.expect(
+        seen.hold is None and seen.state is not State.HELD,
+        f"{what} returned, but open shows {visible(seen)}",
+    )
 
 
 @check(

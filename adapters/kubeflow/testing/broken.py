@@ -26,10 +26,10 @@ from kubernetes.client.exceptions import ApiException
 
 from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import ReadmissionGate
-from adapters.kubeflow.kube import TRAINER
+from adapters.kubeflow.kube import KUEUE, TRAINER, ApiFailure, LostReply
 from adapters.kubeflow.runtimes import Runtime
 from adapters.kubeflow.testing.sim import KubeflowSimHarness
-from dispatch_core import JobID, JobSpec, ObjectRef, Observation, Plan
+from dispatch_core import JobID, JobSpec, ObjectRef, Observation, OutcomeUnknown, Plan
 
 # -- the broken gate -------------------------------------------------------------------------
 
@@ -137,6 +137,34 @@ class HoldIgnoresResourceVersion(KubeflowBackend):
                 patch,
             )
         )
+
+
+class WorkloadConflictGivesUp(KubeflowBackend):
+    """The Workload's ``spec.active`` write takes a 409 for a verdict: OutcomeUnknown at once,
+    no re-read. A hold or release that meets Kueue's own write of the Workload (its status, at
+    any moment) is never placed, though the object is still as the adapter read it."""
+
+    def _workload_active(
+        self, ref: ObjectRef, obj: Mapping[str, Any], active: bool, what: str
+    ) -> None:
+        workload = self._workload(obj)
+        if workload is None:
+            raise OutcomeUnknown(f"{self.name}: {what}: TrainJob {ref.id} has no Workload")
+        if (workload.get("spec") or {}).get("active", True) is active:
+            return
+        body = copy.deepcopy(workload)
+        body.setdefault("spec", {})["active"] = active
+        meta = body["metadata"]
+        try:
+            self.kube.replace(
+                KUEUE, "workloads", str(meta.get("namespace")), str(meta.get("name")), body
+            )
+        except ApiFailure as failure:
+            if failure.status == 409:
+                raise OutcomeUnknown(f"{self.name}: {what}: the Workload: {failure}") from None
+            super()._workload_active(ref, obj, active, what)  # the rest as the adapter does
+        except LostReply:
+            super()._workload_active(ref, obj, active, what)
 
 
 class ReleaseKeepsExecution(KubeflowBackend):
@@ -279,6 +307,13 @@ CATALOGUE: Final[Sequence[Broken]] = (
     ),
     Broken("image_dropped", _doc(ImageDropped), ImageDropped, only=("CAP-022",)),
     Broken(
+        "workload_conflict_gives_up",
+        _doc(WorkloadConflictGivesUp),
+        WorkloadConflictGivesUp,
+        kueue=True,
+        only=("HOLD-014",),
+    ),
+    Broken(
         "requeue_forgets_restarts",
         _doc(RequeueForgetsRestarts),
         RequeueForgetsRestarts,
@@ -310,6 +345,7 @@ follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 image_dropped = _factory("image_dropped")
+workload_conflict_gives_up = _factory("workload_conflict_gives_up")
 
 __all__ = [
     "BY_NAME",
@@ -326,5 +362,6 @@ __all__ = [
     "ReleaseKeepsExecution",
     "RequeueForgetsRestarts",
     "StockRuntimeUnflagged",
+    "WorkloadConflictGivesUp",
     *BY_NAME,
 ]

@@ -74,6 +74,7 @@ from conformance.harness import (
 from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
 from simulators.kubernetes.controllers.kubelet import Kubelet, Start, end_containers, starts
+from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.inprocess import InProcessPool
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import (
@@ -196,6 +197,8 @@ NEAR_HOLDS: Final[tuple[tuple[str, str], ...]] = (
     (" 1", "dispatch/hold=' 1' (a space before)"),
 )
 """Values just outside the hold encoding, each written with the object deferred."""
+TOUCHED_BY: Final = "sim.dispatch.dev/touched"
+"""The annotation another writer sets on an object (``race_next_write(op, Race.TOUCHED)``)."""
 WRITE_VERBS: Final[Mapping[str, tuple[str, ...]]] = {
     "start": ("POST",),
     "stop": ("DELETE",),
@@ -797,6 +800,15 @@ class SimFaults(FaultInjector):
     def race_next_write(self, operation: str, race: Race) -> None:
         if operation not in ("hold", "release", "requeue"):
             raise CannotInject(f"race_next_write({operation}, {race.value})")
+        if race is Race.TOUCHED:
+            touched: set[tuple[str, str, str]] = set()
+            self._arm(
+                f"race_next_write({operation})",
+                operation,
+                before=lambda request: self._touch(request, touched),
+                lasting=True,
+            )
+            return
 
         def change(request: Route) -> None:
             name = request.name
@@ -822,6 +834,25 @@ class SimFaults(FaultInjector):
                 self._gone(request.namespace, name, ref.uid)
 
         self._arm(f"race_next_write({operation})", operation, before=change)
+
+    def _touch(self, request: Route, touched: set[tuple[str, str, str]]) -> None:
+        """Another writer annotates the TrainJob or Workload the request writes, the first time
+        a request of the armed operation writes it: its resourceVersion moves past the one the
+        adapter read."""
+        resource = {"trainjobs": TRAINJOBS, "workloads": WORKLOADS}.get(request.plural)
+        key = (request.plural, request.namespace, request.name)
+        if resource is None or not request.name or key in touched:
+            return
+        touched.add(key)
+
+        def annotate(obj: JSON) -> None:
+            obj["metadata"].setdefault("annotations", {})[TOUCHED_BY] = str(len(touched))
+
+        with self.sim.lock, contextlib.suppress(ApiError):  # gone: the write finds that out
+            self.sim.store.mutate(
+                resource, request.namespace, request.name, annotate, internal=False, copy=False
+            )
+            self.sim.runner.settle()
 
     def _starts(self, ref: ObjectRef) -> None:
         """The queued object starts: as the scheduler would once it is eligible (a hold by

@@ -392,7 +392,8 @@ class MemoryFaults(FaultInjector):
         self.cluster.fault("*", "crash-requeue")
 
     def race_next_write(self, operation: str, race: Race) -> None:
-        if operation not in _WRITES:
+        if operation not in _WRITES or race is Race.TOUCHED:
+            # TOUCHED: the memory cluster's writes carry no precondition (no versions)
             raise CannotInject(f"race_next_write({operation}, {race.value})")
         hook = "timed_out"  # asked by each write before it takes effect
         setattr(self.cluster, hook, _Race(self.cluster, operation, race))
