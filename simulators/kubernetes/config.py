@@ -67,3 +67,11 @@ class KubeConfig:
     kube_minor: int = 32
     image_pull_backoff_max: float = 300.0
     """The kubelet's image pull back-off cap (seconds)."""
+    gc_seconds: float = 0.0
+    """Virtual time from an object's foreground or orphan deletion to the garbage collector
+    acting on it (deleting or orphaning its dependents, then dropping its finalizer). The real
+    collector works from its informers' events, after the DELETE has answered, so a read right
+    after such a DELETE still finds the object, marked; each owner in a chain waits its turn.
+    0 (the default) acts within the request: ``kubectl delete`` waits for the object to go,
+    which against a clock moved only by ``advance`` would be for ever. The conformance
+    harnesses, whose adapters' pauses move the clock, use 0.5."""

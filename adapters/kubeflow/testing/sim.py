@@ -197,6 +197,9 @@ NEAR_HOLDS: Final[tuple[tuple[str, str], ...]] = (
     (" 1", "dispatch/hold=' 1' (a space before)"),
 )
 """Values just outside the hold encoding, each written with the object deferred."""
+GC_SECONDS: Final = 0.5
+"""The garbage collector's delay here (KubeConfig.gc_seconds): a read right after a cascading
+DELETE finds the owner still there, marked, as on a real cluster."""
 TOUCHED_BY: Final = "sim.dispatch.dev/touched"
 """The annotation another writer sets on an object (``race_next_write(op, Race.TOUCHED)``)."""
 WRITE_VERBS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -310,7 +313,11 @@ class SimCluster:
         )
         namespaces = ("default", "kube-system", "kube-public", OTHER_NAMESPACE)
         config = KubeConfig(
-            kueue=kueue, queue=queue, default_run_seconds=None, namespaces=namespaces
+            kueue=kueue,
+            queue=queue,
+            default_run_seconds=None,
+            namespaces=namespaces,
+            gc_seconds=GC_SECONDS,
         )
         self.kueue = kueue
         self.over_http = over_http

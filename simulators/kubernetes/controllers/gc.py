@@ -10,6 +10,10 @@ As kube-controller-manager's garbagecollector behaves:
   ``blockOwnerDeletion: true`` remains.
 - An owner with the ``orphan`` finalizer has its uid removed from its dependents'
   ownerReferences, then the finalizer removed.
+- The collector acts on such an owner ``gc_seconds`` (KubeConfig) after it first saw it
+  marked, not within the DELETE: the real one works from its informers' events
+  (pkg/controller/garbagecollector: graph_builder.go queues the owner's update event,
+  garbagecollector.go's attemptToDelete workers process it), after the request has answered.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import contextlib
 from collections.abc import Callable, Iterable
 from typing import ClassVar
 
-from simulators.kubernetes.controllers.base import Controller
+from simulators.kubernetes.controllers.base import Cluster, Controller
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.objects import JSON, meta, owner_references, remove_finalizer
 from simulators.kubernetes.resources import NAMESPACES, RESOURCES, ResourceType, by_kind
@@ -38,6 +42,11 @@ class GarbageCollector(Controller):
     name: ClassVar[str] = "garbage-collector"
     primary: ClassVar[ResourceType] = NAMESPACES
 
+    def __init__(self, cluster: Cluster) -> None:
+        super().__init__(cluster)
+        self._first_seen: dict[str, float] = {}
+        """The virtual time the collector first saw each marked owner (by uid)."""
+
     def interests(self) -> tuple[ResourceType, ...]:
         return RESOURCES
 
@@ -54,6 +63,7 @@ class GarbageCollector(Controller):
         m = meta(obj)
         if event.type == "DELETED":
             uid = str(m.get("uid", ""))
+            self._first_seen.pop(uid, None)
             keys.extend(_gc_key(r, dep) for r, dep in self.store.dependents(uid))
             keys.extend(self._owners_being_deleted(obj))
             return keys
@@ -87,14 +97,24 @@ class GarbageCollector(Controller):
             return None
         m = meta(obj)
         finalizers = list(m.get("finalizers") or [])
-        if m.get("deletionTimestamp") and ORPHAN in finalizers:
+        marked = bool(m.get("deletionTimestamp"))
+        if marked and (ORPHAN in finalizers or FOREGROUND in finalizers):
+            now = self.cluster.now()
+            due = self._first_seen.setdefault(str(m.get("uid")), now) + self._latency()
+            if now < due:
+                return due
+        if marked and ORPHAN in finalizers:
             self._orphan(resource, obj)
             return None
-        if m.get("deletionTimestamp") and FOREGROUND in finalizers:
+        if marked and FOREGROUND in finalizers:
             self._foreground(resource, obj)
             return None
         self._collect_if_orphaned(resource, obj)
         return None
+
+    def _latency(self) -> float:
+        config = self.cluster.config  # None: a controller's unit test, with no KubeConfig
+        return 0.0 if config is None else float(config.gc_seconds)
 
     def _owner(self, ref: JSON, namespace: str) -> JSON | None:
         owner_type = by_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dispatch_core import VirtualClock
+from simulators.kubernetes.config import KubeConfig
 from simulators.kubernetes.controllers.base import Cluster, Runner
 from simulators.kubernetes.controllers.gc import GarbageCollector
 from simulators.kubernetes.errors import ApiError
@@ -240,6 +241,43 @@ def test_foreground_deletion_removes_dependents_first() -> None:
     runner.settle()
     assert store.peek(JOBS, "default", "a-0") is None
     assert store.peek(TRAINJOBS, "default", "a") is None
+
+
+def test_the_collector_acts_on_a_cascading_deletion_gc_seconds_after_it_saw_it() -> None:
+    """As kube-controller-manager's collector, which works from its informers' events after
+    the DELETE answered: each marked owner waits its turn (KubeConfig.gc_seconds)."""
+    store, clock = make_store()
+    cluster = Cluster(store, clock, random.Random(0), KubeConfig(gc_seconds=0.5))
+    runner = Runner(cluster, [GarbageCollector(cluster)])
+    owner = store.create(TRAINJOBS, "default", trainjob("a"))
+    dependent = {"metadata": {"name": "a-0", "ownerReferences": [owner_reference(owner)]}}
+    store.create(JOBS, "default", {**dependent, "spec": {}})
+    store.delete(TRAINJOBS, "default", "a", propagation="Foreground")
+    runner.settle()
+    assert store.peek(TRAINJOBS, "default", "a")["metadata"]["deletionTimestamp"]  # type: ignore[index]
+    runner.advance(0.4)
+    assert store.peek(TRAINJOBS, "default", "a") is not None
+    assert "deletionTimestamp" not in store.peek(JOBS, "default", "a-0")["metadata"]  # type: ignore[index]
+    runner.advance(0.1)  # the owner's turn: its dependent is marked (foreground)
+    assert store.peek(JOBS, "default", "a-0")["metadata"]["deletionTimestamp"]  # type: ignore[index]
+    assert store.peek(TRAINJOBS, "default", "a") is not None  # blocked by it
+    runner.advance(0.4)
+    assert store.peek(JOBS, "default", "a-0") is not None
+    runner.advance(0.1)  # the dependent's own turn: it goes, and so does its owner
+    assert store.peek(JOBS, "default", "a-0") is None
+    assert store.peek(TRAINJOBS, "default", "a") is None
+    orphaned = store.create(JOBS, "default", {"metadata": {"name": "j"}, "spec": {}})
+    store.create(
+        PODS,
+        "default",
+        dict(pod("j-0"), metadata={"name": "j-0", "ownerReferences": [owner_reference(orphaned)]}),
+    )
+    store.delete(JOBS, "default", "j")  # a Job orphans by default
+    runner.settle()
+    assert store.peek(JOBS, "default", "j") is not None
+    runner.advance(0.5)
+    assert store.peek(JOBS, "default", "j") is None
+    assert "ownerReferences" not in store.peek(PODS, "default", "j-0")["metadata"]  # type: ignore[index]
 
 
 def test_a_job_orphans_its_dependents_by_default() -> None:
