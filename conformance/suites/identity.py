@@ -760,6 +760,24 @@ def a_ref_of_another_cluster_is_not_found(ctx: Context) -> None:
     writes_act_on_nothing(ctx, elsewhere, ref)
 
 
+def altered_ids(native: str) -> list[str]:
+    """``native`` cut just after each separator (a character neither letter nor digit) and
+    after its first character, and lengthened by a digit: ``ns/dj-1`` gives ``n``, ``ns/``,
+    ``ns/dj-`` and ``ns/dj-10``; ``7`` gives ``70``."""
+    cuts = {native[:1]} | {native[: i + 1] for i, c in enumerate(native[:-1]) if not c.isalnum()}
+    return [*sorted(cuts - {native}), native + "0"]
+
+
+@check("IDENT-057", clause=f"{SEED_001}, The identity check; DESIGN §4, ObjectRef: its native id")
+def a_ref_with_an_altered_id_is_not_found(ctx: Context) -> None:
+    """A ref whose native id was altered (cut short after a separator, or lengthened), its uid
+    and submit time the object's, names no object of the job's: writes through it act on
+    nothing, and the object is left as it was."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    for altered in altered_ids(ref.id):
+        writes_act_on_nothing(ctx, ref.model_copy(update={"id": altered}), ref)
+
+
 # -- writes after id reuse ------------------------------------------------------------------------
 
 

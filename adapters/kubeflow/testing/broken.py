@@ -139,6 +139,21 @@ class HoldIgnoresResourceVersion(KubeflowBackend):
         )
 
 
+class WhereAllowsAnEmptyName(KubeflowBackend):
+    """A ref's ``namespace/name`` is refused only when both parts are empty: ``default/``
+    reaches the API server as the collection's URL, and a stop through it is a DELETE of the
+    namespace's TrainJobs (kept from the object with the ref's uid only by the precondition,
+    which the object the ref was cut from meets)."""
+
+    def _where(self, ref: ObjectRef) -> tuple[str, str]:
+        if ref.backend != self.name:
+            return super()._where(ref)
+        namespace, sep, name = ref.id.partition("/")
+        if not sep or (not namespace and not name) or "/" in name:
+            return super()._where(ref)
+        return namespace, name
+
+
 class WorkloadConflictGivesUp(KubeflowBackend):
     """The Workload's ``spec.active`` write takes a 409 for a verdict: OutcomeUnknown at once,
     no re-read. A hold or release that meets Kueue's own write of the Workload (its status, at
@@ -307,6 +322,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
     ),
     Broken("image_dropped", _doc(ImageDropped), ImageDropped, only=("CAP-022",)),
     Broken(
+        "where_allows_an_empty_name",
+        _doc(WhereAllowsAnEmptyName),
+        WhereAllowsAnEmptyName,
+        only=("IDENT-057",),
+    ),
+    Broken(
         "workload_conflict_gives_up",
         _doc(WorkloadConflictGivesUp),
         WorkloadConflictGivesUp,
@@ -346,6 +367,7 @@ release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 image_dropped = _factory("image_dropped")
 workload_conflict_gives_up = _factory("workload_conflict_gives_up")
+where_allows_an_empty_name = _factory("where_allows_an_empty_name")
 
 __all__ = [
     "BY_NAME",
@@ -362,6 +384,7 @@ __all__ = [
     "ReleaseKeepsExecution",
     "RequeueForgetsRestarts",
     "StockRuntimeUnflagged",
+    "WhereAllowsAnEmptyName",
     "WorkloadConflictGivesUp",
     *BY_NAME,
 ]
