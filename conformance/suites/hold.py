@@ -618,8 +618,11 @@ TOUCHED: Final = (
     needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.RACE_NEXT_WRITE,)),
 )
 def hold_meeting_another_write(ctx: Context) -> None:
-    """A hold and its release whose object another writer touched just before each landed
-    (Kubernetes: a 409 on the version read) still land: never OutcomeUnknown nor Rejected."""
+    """A hold and its release land though another writer touched the object just before each.
+
+    The write meets a newer version of an object still as the adapter read it (Kubernetes: a
+    409 on the version read): it re-reads, judges and writes again, never OutcomeUnknown nor
+    Rejected."""
     holder = holder_of(ctx)
     ctx.faults.race_next_write("hold", Race.TOUCHED)
     for _ in range(PENDING_TRIES):

@@ -770,9 +770,10 @@ def altered_ids(native: str) -> list[str]:
 
 @check("IDENT-057", clause=f"{SEED_001}, The identity check; DESIGN §4, ObjectRef: its native id")
 def a_ref_with_an_altered_id_is_not_found(ctx: Context) -> None:
-    """A ref whose native id was altered (cut short after a separator, or lengthened), its uid
-    and submit time the object's, names no object of the job's: writes through it act on
-    nothing, and the object is left as it was."""
+    """A ref whose native id was altered names no object: writes through it act on nothing.
+
+    The id is cut short after a separator or lengthened; the uid and submit time stay the
+    object's, and the object is left as it was."""
     ref = ctx.start(ctx.plan(long_spec(ctx)))
     for altered in altered_ids(ref.id):
         writes_act_on_nothing(ctx, ref.model_copy(update={"id": altered}), ref)

@@ -100,7 +100,8 @@ def test_the_suites_have_stable_ids_rules_and_clauses() -> None:
         idents
     )  # issue 12's lost, ignored, cut and held requeues
     assert "IDENT-060" in idents  # issue 12's start and stop read-backs
-    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 14)]
+    assert "IDENT-057" in idents  # a ref whose native id was altered
+    assert [i for i in ids if i.startswith("HOLD-")] == [f"HOLD-{n:03}" for n in range(1, 15)]
     for c in found:
         assert c.rule.endswith(".") and len(c.rule) < 100, c.id
         assert c.clause.startswith(("seed 00", "DESIGN §")), c.id
@@ -115,6 +116,9 @@ def test_every_check_passes_on_memory_slurm(check: Check) -> None:
         return
     if check.id == "IDENT-056":  # the memory scheduler never reruns a failed object by itself
         assert result.reason == f"harness cannot inject {REFUSED[Probe.SELF_RESTARTS]}"
+        return
+    if check.id == "HOLD-014":  # its writes carry no version for another writer to move
+        assert result.reason == "harness cannot inject race_next_write(hold, touched)"
         return
     assert result.outcome is Outcome.PASSED, result.reason
 
@@ -146,6 +150,7 @@ def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
         "IDENT-043",
         "HOLD-005",
         "IDENT-056",  # the memory scheduler never reruns a failed object by itself
+        "HOLD-014",  # the memory cluster's writes carry no version for another writer to move
     }
 
 

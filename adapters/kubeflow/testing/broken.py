@@ -309,7 +309,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         "hold_ignores_resource_version",
         _doc(HoldIgnoresResourceVersion),
         HoldIgnoresResourceVersion,
-        only=("HOLD-008", "HOLD-009", "HOLD-012", "STATE-002", "STATE-006"),
+        only=("HOLD-008", "HOLD-009", "HOLD-012", "STATE-002"),
     ),
     Broken("env_unescaped", _doc(EnvUnescaped), EnvUnescaped, only=("SAFE-001",)),
     Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
