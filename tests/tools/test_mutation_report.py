@@ -380,6 +380,7 @@ def test_a_sample_is_that_many_of_the_mutants_to_test_drawn_by_its_seed(
     )
     monkeypatch.setattr(cli, "load_mutants", lambda _dir, _sources: [*goal, outside])
     monkeypatch.setattr(cli, "text_only", lambda _mutants: frozenset({goal[0].name}))
+    monkeypatch.setattr(cli, "listed_equivalents", lambda _mutants, _sources: frozenset())
     ran: list[list[str]] = []
     monkeypatch.setattr(cli, "run_mutmut", lambda _children, names: ran.append(list(names)) or 0)
 
@@ -391,6 +392,36 @@ def test_a_sample_is_that_many_of_the_mutants_to_test_drawn_by_its_seed(
     assert "sample: 10 of the 39 mutants to test, drawn with seed 7" in capsys.readouterr().out
     assert cli.test_untested([BACKEND], 2, every=False, sample=(100, 7)) == 0
     assert len(ran[-1]) == 39  # a sample as large as what is left is all of it
+
+
+def test_a_listed_equivalent_is_not_tested_and_counts_as_equivalent(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    report: Report,
+    tmp_path: Path,
+) -> None:
+    from tools.mutation import cli
+    from tools.mutation.report import Mutant
+
+    def hold(i: int) -> Mutant:
+        name = f"adapters.slurm.backend.xǁSlurmBackendǁhold__mutmut_{i}"
+        return Mutant(name, "adapters.slurm.backend", "SlurmBackend.hold", NOT_CHECKED, BACKEND)
+
+    untested = [hold(3), hold(4)]  # 3 is the listed one (EQUIVALENTS), 4 is not
+    listed = tmp_path / "listed.toml"
+    listed.write_text(EQUIVALENTS)
+    monkeypatch.setattr(cli, "EQUIVALENTS", listed)
+    monkeypatch.setattr(cli, "load_mutants", lambda _dir, _sources: untested)
+    monkeypatch.setattr(cli, "text_only", lambda _mutants: frozenset())
+    monkeypatch.setattr(cli, "diffs", lambda pairs: {n: DIFFS[n] for n, _ in pairs})
+    ran: list[list[str]] = []
+    monkeypatch.setattr(cli, "run_mutmut", lambda _children, names: ran.append(list(names)) or 0)
+    assert cli.test_untested([BACKEND], 2, every=False, sample=None) == 0
+    assert ran == [[hold(4).name]]
+    assert "1 mutants are listed in" in capsys.readouterr().out
+    judged = Report(untested, report.equivalents, DIFFS)
+    assert list(judged.equivalent_of) == [hold(3).name]
+    assert (judged.goal.equivalent, judged.goal.not_checked) == (1, 1)
 
 
 def test_a_sample_of_none_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

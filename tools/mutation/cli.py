@@ -316,6 +316,13 @@ def test_untested(
     skipped = sum(1 for m in known if m.status == NOT_CHECKED and m.name in texts)
     if skipped:
         print(f"{skipped} mutants change only text for people: not tested (they would not count)")
+    listed = listed_equivalents([m for m in known if m.name in names], sources)
+    if listed:
+        names = [n for n in names if n not in listed]
+        print(
+            f"{len(listed)} mutants are listed in {EQUIVALENTS.name}: not tested (they would not "
+            "count; --try tests one)"
+        )
     if not names:
         print("every mutant to test has a result" + ("" if every else " (--all tests the rest)"))
         return 0
@@ -328,6 +335,21 @@ def test_untested(
         )
         names = [n for n in names if n in picked]
     return run_mutmut(max_children, names)
+
+
+def listed_equivalents(mutants: Sequence[Mutant], sources: Sequence[str]) -> frozenset[str]:
+    """The names of ``mutants`` that an entry of equivalent.toml names."""
+    modules = {source.removesuffix(".py").replace("/", ".") for source in sources}
+    entries = [e for e in load_equivalents(EQUIVALENTS) if e.module in modules]
+    functions = {(e.module, e.function) for e in entries}
+    candidates = [m for m in mutants if (m.module, m.function) in functions]
+    found = diffs((m.name, m.path) for m in candidates)
+    return frozenset(
+        m.name
+        for m in candidates
+        if m.name in found
+        and any(e.matches(m, (found[m.name][0], found[m.name][1])) for e in entries)
+    )
 
 
 def build_report(sources: Sequence[str]) -> Report:

@@ -337,7 +337,13 @@ class Report:
                     if entry.matches(mutant, diff):
                         match = i
                         break
-            listed = match is not None and mutant.status in (SURVIVED, NO_TESTS, SUSPICIOUS)
+            # untested: a listed equivalent is not run (its result would not count)
+            listed = match is not None and mutant.status in (
+                SURVIVED,
+                NO_TESTS,
+                SUSPICIOUS,
+                NOT_CHECKED,
+            )
             if match is not None:
                 used.add(match)
                 if listed:
