@@ -187,6 +187,10 @@ class Race(StrEnum):
     """The queued object starts (its execution begins)."""
     VANISHES = "vanishes"
     """The object ends and leaves the live view (its history, if kept, stays)."""
+    ENDS = "ends"
+    """The object ends and stays in the live view, ended (someone cancelled it; Slurm:
+    ``scontrol update`` answers ``Job has already finished``). Where a queued object can end
+    only by running (Kubernetes), it runs first."""
     TOUCHED = "touched"
     """Another writer changes the object in nothing the write depends on, so the write meets a
     newer version of an object still as the adapter read it (Kubernetes: a controller's write

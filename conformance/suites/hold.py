@@ -576,9 +576,10 @@ def ignored_hold_and_release_not_claimed(ctx: Context) -> None:
     needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.RACE_NEXT_WRITE,)),
 )
 def hold_racing_the_scheduler(ctx: Context) -> None:
-    """A hold whose object started or vanished just before it landed says so: Rejected, NotFound."""
+    """A hold whose object started, ended or vanished just before it landed says so."""
     holder = holder_of(ctx)
-    for race, answer in ((Race.STARTS, Rejected), (Race.VANISHES, NotFound)):
+    races = ((Race.STARTS, Rejected), (Race.ENDS, Rejected), (Race.VANISHES, NotFound))
+    for race, answer in races:
         ref = ctx.start(ctx.plan(long_spec(ctx)))
         ctx.faults.race_next_write("hold", race)
         what = f"hold({ref.id}), whose object {race.value} just before the hold landed"

@@ -836,6 +836,9 @@ class SimFaults(FaultInjector):
             if race is Race.STARTS:
                 with contextlib.suppress(Rejected):
                     self._starts(ref)
+            elif race is Race.ENDS:  # a queued TrainJob ends only by running: it runs, fails
+                with contextlib.suppress(Rejected):
+                    self.finish(ref, 1)
             else:
                 self.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
                 self._gone(request.namespace, name, ref.uid)

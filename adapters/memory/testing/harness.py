@@ -236,6 +236,9 @@ class _Race:
                 cluster.clock.advance(wait)
             cluster.let_run(native_id)
             raise Rejected(f"{cluster.name}: {native_id} is no longer pending")
+        if self.race is Race.ENDS:
+            cluster.cancel(cluster.require(native_id))
+            raise Rejected(f"{cluster.name}: {native_id} has already finished")
         cluster.delete(native_id)
         raise NotFound(f"{cluster.name}: no object {native_id}")
 

@@ -601,6 +601,8 @@ class SimFaults(FaultInjector):
                 return  # gone already
             if race is Race.STARTS:
                 self._let_run(job)
+            elif race is Race.ENDS:
+                self._end(job)  # cancelled: ended, still in squeue until MinJobAge
             else:
                 self._end(job)
                 self._aged(job)
