@@ -32,6 +32,7 @@ from dispatch_core import (
     Conflict,
     HoldBound,
     JobID,
+    NotFound,
     ObjectRef,
     Observation,
     OutcomeUnknown,
@@ -283,6 +284,26 @@ class UpdateFailureUnknown(SlurmBackend):
             raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed")
 
 
+class EndedUpdateUnknown(SlurmBackend):
+    """A failed ``scontrol update`` tells a started job (Rejected) and a purged one (NotFound)
+    apart, but takes ``Job has already finished`` for OutcomeUnknown: a hold whose job was
+    cancelled just before it landed is not said to be refused, though Slurm says it was."""
+
+    def _update(self, ref: ObjectRef, assignment: str, op: str) -> None:
+        argv = ["scontrol", "update", f"JobId={ref.id}", assignment]
+        try:
+            done = self.command(op, argv)
+        except subprocess.TimeoutExpired:
+            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} timed out") from None
+        if done.returncode != 0:
+            text = done.stderr.strip()
+            if "no longer pending" in text:
+                raise Rejected(f"{self.name}: job {ref.id} started before the {op} landed")
+            if "Invalid job id specified" in text:
+                raise NotFound(f"{self.name}: job {ref.id} left squeue before the {op}")
+            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed: {text}")
+
+
 class ReleaseReadsAnEndedHold(SlurmBackend):
     """release decodes a hold from the job's eligible time whatever its state: a held job that
     was then cancelled still shows its far-off start time, so its release is not refused with
@@ -462,6 +483,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-012",),
     ),
     Broken(
+        "ended_update_unknown",
+        EndedUpdateUnknown.__doc__ or "",
+        EndedUpdateUnknown,
+        only=("HOLD-012",),
+    ),
+    Broken(
         "release_reads_an_ended_hold",
         ReleaseReadsAnEndedHold.__doc__ or "",
         ReleaseReadsAnEndedHold,
@@ -505,6 +532,7 @@ hold_number_per_second = _factory("hold_number_per_second")
 hold_trusts_the_update = _factory("hold_trusts_the_update")
 requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 update_failure_unknown = _factory("update_failure_unknown")
+ended_update_unknown = _factory("ended_update_unknown")
 release_reads_an_ended_hold = _factory("release_reads_an_ended_hold")
 requeue_assumes_cut_landed = _factory("requeue_assumes_cut_landed")
 requeues_a_special_exit = _factory("requeues_a_special_exit")
