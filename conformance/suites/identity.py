@@ -1189,6 +1189,39 @@ def requeue_of_a_held_requeued_object(ctx: Context) -> None:
     )
 
 
+@check(
+    "IDENT-058",
+    clause=f"{SEED_001}, What else rides on Submit: a requeue; DESIGN §4, Slurm holds",
+    needs=Needs(interfaces=(Requeuer,)),
+)
+def requeue_of_a_queued_object(ctx: Context) -> None:
+    """A requeue of an object still queued, never started, is Rejected and changes nothing."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    before = look(ctx, ref, "before the requeue of the queued object")
+    if before.state is not State.QUEUED:
+        raise Skip(f"the scheduler started the object at once ({visible(before)})")
+    what = f"requeue({ref.id}) of the queued object"
+    try:
+        requeuer.requeue(ref)
+    except Rejected:
+        pass
+    except DispatchError as error:
+        raise CheckFailed(
+            f"{what} raised {type(error).__name__} ({error}), not Rejected: only a started "
+            "object is requeued, and the adapter can see this one is queued"
+        ) from None
+    else:
+        ctx.fail(f"{what} returned instead of raising Rejected: only a started object is requeued")
+    seen = look(ctx, ref, f"after the refused {what}")
+    ctx.expect(
+        (seen.state, seen.restart_count, seen.hold) == (before.state, before.restart_count, None),
+        f"the refused {what} changed it from {visible(before)} to {visible(seen)}",
+    )
+
+
 # -- identity inside the job ----------------------------------------------------------------------
 
 

@@ -362,6 +362,28 @@ class RequeuesASpecialExit(SlurmBackend):
         )
 
 
+class RequeuesAPendingJob(SlurmBackend):
+    """requeue refuses only a job in SPECIAL_EXIT (requeued and held) or ended: a PENDING one,
+    never started, is sent ``Requeue=1`` and ``scontrol requeue``, which Slurm refuses (the job
+    is pending) after the flag landed, and the adapter answers OutcomeUnknown, not Rejected."""
+
+    _requeuing = False
+
+    def requeue(self, ref: ObjectRef) -> None:
+        self._requeuing = True  # requeue's own first read sees no PENDING
+        try:
+            super().requeue(ref)
+        finally:
+            self._requeuing = False
+
+    def _checked(self, ref: ObjectRef) -> JobLine:
+        line = super()._checked(ref)
+        if self._requeuing and line.state == "PENDING":
+            self._requeuing = False
+            return dataclasses.replace(line, state="RUNNING")
+        return line
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Slurm adapter: its name, the one thing wrong with it, its class, and the
@@ -506,6 +528,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         RequeuesASpecialExit,
         only=("IDENT-053",),
     ),
+    Broken(
+        "requeues_a_pending_job",
+        RequeuesAPendingJob.__doc__ or "",
+        RequeuesAPendingJob,
+        only=("IDENT-058",),
+    ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""
 
@@ -536,6 +564,7 @@ ended_update_unknown = _factory("ended_update_unknown")
 release_reads_an_ended_hold = _factory("release_reads_an_ended_hold")
 requeue_assumes_cut_landed = _factory("requeue_assumes_cut_landed")
 requeues_a_special_exit = _factory("requeues_a_special_exit")
+requeues_a_pending_job = _factory("requeues_a_pending_job")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenSimHarness", *BY_NAME]
