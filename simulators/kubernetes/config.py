@@ -67,6 +67,11 @@ class KubeConfig:
     kube_minor: int = 32
     image_pull_backoff_max: float = 300.0
     """The kubelet's image pull back-off cap (seconds)."""
+    reaction_seconds: float = 0.0
+    """Virtual time from an event to the reconcile of each controller it concerns (every hop of
+    a chain: the Trainer suspends the JobSet, the JobSet its Jobs, ...). Real controllers react
+    to their informers' events after the write has answered; 0 (the default) reacts within the
+    request."""
     gc_seconds: float = 0.0
     """Virtual time from an object's foreground or orphan deletion to the garbage collector
     acting on it (deleting or orphaning its dependents, then dropping its finalizer). The real

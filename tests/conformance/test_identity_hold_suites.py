@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from adapters.kubeflow.testing.broken import CATALOGUE as KUBEFLOW_BROKEN
-from adapters.slurm.testing.broken import CATALOGUE as SLURM_BROKEN
 from adapters.memory import Execution, Job, MemoryBackend, MemoryCluster
 from adapters.memory.kube import ANNOTATION_ATTEMPT, ANNOTATION_SUBMISSION
 from adapters.memory.tables import Shape
@@ -47,6 +46,7 @@ from adapters.memory.testing.harness import (
     MemoryHarness,
 )
 from adapters.slurm.identity import slurm_comment
+from adapters.slurm.testing.broken import CATALOGUE as SLURM_BROKEN
 from conformance.checks import REGISTRY, Check, Outcome, Result, Tier, checks, run_check
 from conformance.harness import FaultInjector, Harness, Host, LocalHost, Probe
 from conformance.harnesses import load_harness

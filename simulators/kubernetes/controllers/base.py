@@ -96,8 +96,19 @@ class Runner:
         cluster.store.listeners.append(self._on_event)
 
     def _on_event(self, event: Event) -> None:
+        reaction = self._reaction()
         for index in self._interest.get(event.resource.key, ()):
-            self._queues[index].update(self.controllers[index].keys_for(event))
+            keys = self.controllers[index].keys_for(event)
+            if reaction <= 0:
+                self._queues[index].update(keys)
+                continue
+            when = self.cluster.now() + reaction
+            for key in keys:
+                self._schedule(index, key, when)
+
+    def _reaction(self) -> float:
+        config = self.cluster.config  # None: a controller's unit test, with no KubeConfig
+        return 0.0 if config is None else float(getattr(config, "reaction_seconds", 0.0))
 
     def enqueue(self, controller: Controller, key: Key) -> None:
         self._queues[self.controllers.index(controller)].add(key)

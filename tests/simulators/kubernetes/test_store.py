@@ -280,6 +280,22 @@ def test_the_collector_acts_on_a_cascading_deletion_gc_seconds_after_it_saw_it()
     assert "ownerReferences" not in store.peek(PODS, "default", "j-0")["metadata"]  # type: ignore[index]
 
 
+def test_controllers_react_to_an_event_reaction_seconds_after_it() -> None:
+    store, clock = make_store()
+    cluster = Cluster(store, clock, random.Random(0), KubeConfig(reaction_seconds=0.2))
+    runner = Runner(cluster, [GarbageCollector(cluster)])
+    owner = store.create(TRAINJOBS, "default", trainjob("a"))
+    dependent = {"metadata": {"name": "a-0", "ownerReferences": [owner_reference(owner)]}}
+    store.create(JOBS, "default", {**dependent, "spec": {}})
+    store.delete(TRAINJOBS, "default", "a", propagation="Background")
+    runner.settle()
+    assert store.peek(JOBS, "default", "a-0") is not None  # the collector has not seen it yet
+    runner.advance(0.19)
+    assert store.peek(JOBS, "default", "a-0") is not None
+    runner.advance(0.01)
+    assert store.peek(JOBS, "default", "a-0") is None
+
+
 def test_a_job_orphans_its_dependents_by_default() -> None:
     store, runner = make_cluster()
     job = store.create(JOBS, "default", {"metadata": {"name": "j"}, "spec": {}})
