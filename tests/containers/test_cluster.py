@@ -191,6 +191,13 @@ def test_stop_leaves_nothing_and_a_killed_process_is_reaped(tmp_path: Path) -> N
     client.close()
 
 
+def _hear_sigint() -> None:
+    """The run must hear the test's SIGINT even where this test's own process ignores it (a
+    shell starts a background job without job control with SIGINT ignored, the child inherits
+    that, and Python then installs no KeyboardInterrupt handler)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_an_interrupted_conformance_run_removes_its_cluster(tmp_path: Path) -> None:
     need_engine()
     client = docker_client()
@@ -199,6 +206,7 @@ def test_an_interrupted_conformance_run_removes_its_cluster(tmp_path: Path) -> N
         [sys.executable, "-m", "conformance.cli", "run", "--harness", "slurm-containers",
          "--check", "STATE-", "--report-dir", str(tmp_path)],  # minutes: still running at SIGINT
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=_hear_sigint,
     )  # fmt: skip
     try:
         until(
