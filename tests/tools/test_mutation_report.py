@@ -431,3 +431,16 @@ def test_a_sample_of_none_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
         main(["--sample", "0"])
     assert exited.value.code == 2
     assert "--sample must be at least 1" in capsys.readouterr().err
+
+
+def test_the_test_runs_keep_the_clusters_files_in_a_directory_removed_after_them() -> None:
+    """mutmut ends each mutant's process without its cleanup: left in /dev/shm, a run's
+    simulated clusters filled it with thousands of directories."""
+    from adapters.slurm.testing.sim import SCRATCH_ENV
+    from tools.mutation import cli
+
+    with cli.scratch() as env:
+        root = Path(env[SCRATCH_ENV])
+        assert root.is_dir() and not str(root).startswith("/dev/shm")
+        (root / "dispatch-job-x").mkdir()  # what a killed run leaves
+    assert not root.exists()

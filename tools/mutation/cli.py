@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -20,12 +21,14 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from adapters.slurm.testing.sim import SCRATCH_ENV
 from tools.mutation.messages import MessageParameters, MutantSources, message_only, scan
 from tools.mutation.report import (
     KILLED,
@@ -149,6 +152,19 @@ def prepare(sources: Sequence[str], fresh: bool) -> dict[str, str]:
     return now
 
 
+@contextlib.contextmanager
+def scratch() -> Iterator[dict[str, str]]:
+    """The environment for the test runs: the simulated clusters keep their files in a
+    directory of this run's, on disk, removed when the run ends. mutmut ends each mutant's
+    process without its cleanup, so in the default place (``/dev/shm``, memory) a run left
+    thousands of directories behind."""
+    root = tempfile.mkdtemp(prefix="dispatch-mutation-")
+    try:
+        yield os.environ | {SCRATCH_ENV: root}
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
     """``mutmut run`` (of the mutants ``names``, or of every one not yet tested), its output in
     ``mutants/mutmut-run.log``; its exit status."""
@@ -157,8 +173,10 @@ def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
     argv = [str(mutmut), "run", "--max-children", str(max_children)]
     shown = " ".join(argv) + (f" <{len(names)} mutants>" if names else "")
     print(f"{shown}  (log: {LOG})", flush=True)
-    with LOG.open("w", encoding="utf-8") as log:
-        done = subprocess.run([*argv, *names], stdout=log, stderr=subprocess.STDOUT, check=False)
+    with LOG.open("w", encoding="utf-8") as log, scratch() as env:
+        done = subprocess.run(
+            [*argv, *names], stdout=log, stderr=subprocess.STDOUT, env=env, check=False
+        )
     if done.returncode != 0:
         how = (
             f"was killed by signal {-done.returncode}"
@@ -234,34 +252,41 @@ def try_mutants(names: Sequence[str], sources: Sequence[str]) -> int:
         a for a in mutmut_config()["pytest_add_cli_args"] if not a.startswith("--dispatch-harness")
     ]
     survivors = 0
-    for name in names:
-        harnesses = harnesses_reaching(name)
-        argv = [sys.executable, "-m", "pytest", "-q", "-x", "-rfE", *fixed]
-        argv += [f"--dispatch-harness={h}" for h in harnesses]
-        started = time.monotonic()
-        done = subprocess.run(
-            argv,
-            cwd=MUTANTS,
-            env=os.environ | {"MUTANT_UNDER_TEST": name},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        took = time.monotonic() - started
-        failed = [
-            line.split()[1]
-            for line in done.stdout.splitlines()
-            if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1
-        ]
-        if done.returncode == 0:
-            survivors += 1
-            print(f"survived  {name}  ({', '.join(harnesses)}; {took:.1f} s)")
-        elif failed:
-            print(f"killed    {name}  by {failed[0]}  ({took:.1f} s)")
-        else:
-            tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
-            print(f"killed?   {name}  pytest exited {done.returncode}: {' / '.join(tail)}")
+    with scratch() as env:
+        for name in names:
+            survivors += try_one(name, fixed, env)
     return 1 if survivors else 0
+
+
+def try_one(name: str, fixed: Sequence[str], env: Mapping[str, str]) -> int:
+    """Test one mutant (see :func:`try_mutants`) and print its verdict; 1 when it survived."""
+    harnesses = harnesses_reaching(name)
+    argv = [sys.executable, "-m", "pytest", "-q", "-x", "-rfE", *fixed]
+    argv += [f"--dispatch-harness={h}" for h in harnesses]
+    started = time.monotonic()
+    done = subprocess.run(
+        argv,
+        cwd=MUTANTS,
+        env={**env, "MUTANT_UNDER_TEST": name},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    took = time.monotonic() - started
+    failed = [
+        line.split()[1]
+        for line in done.stdout.splitlines()
+        if line.startswith(("FAILED ", "ERROR ")) and len(line.split()) > 1
+    ]
+    if done.returncode == 0:
+        print(f"survived  {name}  ({', '.join(harnesses)}; {took:.1f} s)")
+        return 1
+    if failed:
+        print(f"killed    {name}  by {failed[0]}  ({took:.1f} s)")
+    else:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-3:]
+        print(f"killed?   {name}  pytest exited {done.returncode}: {' / '.join(tail)}")
+    return 0
 
 
 def text_only(mutants: Sequence[Mutant]) -> frozenset[str]:
