@@ -32,7 +32,6 @@ from dispatch_core import (
     Conflict,
     HoldBound,
     JobID,
-    NotFound,
     ObjectRef,
     Observation,
     OutcomeUnknown,
@@ -290,18 +289,12 @@ class EndedUpdateUnknown(SlurmBackend):
     cancelled just before it landed is not said to be refused, though Slurm says it was."""
 
     def _update(self, ref: ObjectRef, assignment: str, op: str) -> None:
-        argv = ["scontrol", "update", f"JobId={ref.id}", assignment]
         try:
-            done = self.command(op, argv)
-        except subprocess.TimeoutExpired:
-            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} timed out") from None
-        if done.returncode != 0:
-            text = done.stderr.strip()
-            if "no longer pending" in text:
-                raise Rejected(f"{self.name}: job {ref.id} started before the {op} landed")
-            if "Invalid job id specified" in text:
-                raise NotFound(f"{self.name}: job {ref.id} left squeue before the {op}")
-            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed: {text}")
+            super()._update(ref, assignment, op)
+        except Rejected as refused:
+            if "ended before" not in str(refused):
+                raise
+            raise OutcomeUnknown(f"{self.name}: scontrol update {ref.id} failed") from None
 
 
 class ReleaseReadsAnEndedHold(SlurmBackend):
