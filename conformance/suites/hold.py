@@ -14,6 +14,7 @@ from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import CannotInject, Fault, Race
 from conformance.steps import (
     as_holder,
+    as_requeuer,
     back_in_queue,
     call,
     end_and_reuse_next,
@@ -46,6 +47,7 @@ from dispatch_core import (
     OutcomeUnknown,
     Plan,
     Rejected,
+    Requeuer,
     State,
 )
 from dispatch_core.clock import pause
@@ -646,6 +648,45 @@ def hold_meeting_another_write(ctx: Context) -> None:
         seen.hold is None and seen.state is not State.HELD,
         f"{what} returned, but open shows {visible(seen)}",
     )
+
+
+@check(
+    "HOLD-015",
+    clause=f"{SEED_000_HOLD}; {DESIGN_HOLDS}: release removes the hold; {DESIGN_REOBSERVE}",
+    needs=Needs(
+        capabilities=(Capability.HOLD,),
+        interfaces=(Requeuer,),
+        faults=(Fault.LET_RUN, Fault.FAIL_BETWEEN_STEPS),
+    ),
+)
+def released_hold_stays_gone(ctx: Context) -> None:
+    """A released hold leaves no trace: the object stopped short later (a requeue cut between
+    its steps) carries no hold, and the next requeue completes it.
+
+    Kubernetes: a hold annotation left on the TrainJob after its release reads as that hold
+    again the moment the TrainJob is suspended for another reason."""
+    holder = holder_of(ctx)
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    _, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
+    run(ctx, ref)
+    ctx.faults.fail_between_steps("requeue")
+    what = (
+        f"requeue({ref.id}) of the object once held ({number}) and released, cut between its steps"
+    )
+    returned, _ = timed_out(ctx, what, lambda: requeuer.requeue(ref))
+    fired(ctx, "fail_between_steps(requeue)", what)
+    seen = look(ctx, ref, f"after {what}")
+    ctx.expect(
+        seen.hold is None and seen.state is not State.HELD,
+        f"after {what}, open shows {visible(seen)}: the released hold came back",
+    )
+    if not returned:
+        again = f"requeue({ref.id}) again, after the cut one"
+        call(ctx, again, lambda: requeuer.requeue(ref))
+        back_in_queue(ctx, ref)
 
 
 @check(

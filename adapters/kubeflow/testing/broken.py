@@ -204,6 +204,32 @@ class ReleaseKeepsExecution(KubeflowBackend):
         self._update(ref, obj, change, landed, lambda now: None, what)
 
 
+class ReleaseLeavesHoldMark(KubeflowBackend):
+    """release resumes the TrainJob (the execution bumped, ``suspend`` false) but leaves its
+    ``dispatch/hold`` annotation: the next time the TrainJob is suspended for another reason (a
+    requeue cut between its steps), it reads as held again by the hold already released."""
+
+    def _update(
+        self,
+        ref: ObjectRef,
+        obj: JSON,
+        change: Callable[[JSON], None],
+        landed: Callable[[JSON], bool],
+        judge: Callable[[JSON], None],
+        what: str,
+    ) -> JSON:
+        if not what.startswith("release"):
+            return super()._update(ref, obj, change, landed, judge, what)
+
+        def keeping_the_mark(body: JSON) -> None:
+            mark = body["metadata"].get("annotations", {}).get("dispatch/hold")
+            change(body)
+            if mark is not None:
+                body["metadata"].setdefault("annotations", {})["dispatch/hold"] = mark
+
+        return super()._update(ref, obj, keeping_the_mark, landed, judge, what)
+
+
 class RequeueForgetsRestarts(KubeflowBackend):
     """A requeue of a failed TrainJob replaces its terminal JobSet but counts only its own
     step: the new JobSet's restarts start again at 0, so the restart count the object showed
@@ -335,6 +361,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-014",),
     ),
     Broken(
+        "release_leaves_hold_mark",
+        _doc(ReleaseLeavesHoldMark),
+        ReleaseLeavesHoldMark,
+        only=("HOLD-015",),
+    ),
+    Broken(
         "requeue_forgets_restarts",
         _doc(RequeueForgetsRestarts),
         RequeueForgetsRestarts,
@@ -365,6 +397,7 @@ read_ignores_offset = _factory("read_ignores_offset")
 follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
+release_leaves_hold_mark = _factory("release_leaves_hold_mark")
 image_dropped = _factory("image_dropped")
 workload_conflict_gives_up = _factory("workload_conflict_gives_up")
 where_allows_an_empty_name = _factory("where_allows_an_empty_name")
@@ -382,6 +415,7 @@ __all__ = [
     "ReadIgnoresOffset",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",
+    "ReleaseLeavesHoldMark",
     "RequeueForgetsRestarts",
     "StockRuntimeUnflagged",
     "WhereAllowsAnEmptyName",
