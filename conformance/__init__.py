@@ -22,6 +22,7 @@ from conformance.checks import (
 from conformance.harness import (
     NEAR_DECIMALS,
     OPERATIONS,
+    STALL_BOUND,
     CannotInject,
     Fault,
     FaultInjector,
@@ -43,6 +44,7 @@ from conformance.tiers import Tier
 __all__ = [
     "NEAR_DECIMALS",
     "OPERATIONS",
+    "STALL_BOUND",
     "CannotInject",
     "Check",
     "CheckFailed",

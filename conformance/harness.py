@@ -153,6 +153,12 @@ lenient parser (Python's ``int()``, a regex's unicode ``\\d``, ``str.isdigit()``
 number. Every harness builds its :attr:`LookAlike.NEAR_IDENTITY` forms from these."""
 
 
+STALL_BOUND: Final = 3600.0
+"""Seconds of a virtual clock an adapter call may wait while a stall lasts
+(:meth:`FaultInjector.stall_teardown`) before the harness fails the check: far above any bound
+an adapter sets itself (the Kubeflow adapter's is 120 s)."""
+
+
 class Fault(StrEnum):
     """What a fault injector can be asked for: each value names one of its methods (a
     look-alike kind is needed as ``look_alike:<kind>``, see :func:`look_alike_need`)."""
@@ -177,6 +183,7 @@ class Fault(StrEnum):
     DISABLE_HISTORY = "disable_history"
     NEAR_HOLD = "near_hold"
     RECREATE = "recreate"
+    STALL_TEARDOWN = "stall_teardown"
 
 
 class Race(StrEnum):
@@ -317,6 +324,18 @@ class FaultInjector:
         while it is not the ref's. Returns once the copy is in the live view. A target whose
         scheduler hands out every native id itself (Slurm) cannot have it."""
         raise CannotInject("recreate")
+
+    def stall_teardown(self, ref: ObjectRef) -> None:
+        """From now until :meth:`end_stall`, the scheduler never finishes taking down the ended
+        object's last run, which a requeue must wait to go (Kubernetes: the TrainJob's JobSet
+        keeps a finalizer nobody removes, so its deletion never completes). While the stall
+        lasts, a harness on a virtual clock fails the check once an adapter call has waited
+        :data:`STALL_BOUND` seconds of it: every wait of an adapter is bounded."""
+        raise CannotInject("stall_teardown")
+
+    def end_stall(self, ref: ObjectRef) -> None:
+        """The stall :meth:`stall_teardown` began ends: the teardown completes now."""
+        raise CannotInject("stall_teardown")
 
     def lose_identity_history(self) -> None:
         """From now on, history keeps no identity of the objects that end (Slurm without
@@ -652,6 +671,7 @@ class Harness(ABC, Generic[B]):
 
 __all__ = [
     "OPERATIONS",
+    "STALL_BOUND",
     "CannotInject",
     "Fault",
     "FaultInjector",

@@ -660,11 +660,12 @@ def hold_meeting_another_write(ctx: Context) -> None:
     ),
 )
 def released_hold_stays_gone(ctx: Context) -> None:
-    """A released hold leaves no trace: the object stopped short later (a requeue cut between
-    its steps) carries no hold, and the next requeue completes it.
+    """A released hold leaves no trace: a requeue cut later shows no hold, and completes.
 
-    Kubernetes: a hold annotation left on the TrainJob after its release reads as that hold
-    again the moment the TrainJob is suspended for another reason."""
+    The object, held and released, runs; a requeue of it is cut between its steps: open shows
+    no hold, and the next requeue completes it. Kubernetes: a hold annotation left on the
+    TrainJob after its release reads as that hold again the moment the TrainJob is suspended
+    for another reason."""
     holder = holder_of(ctx)
     requeuer = as_requeuer(ctx)
     if requeuer is None:  # declared in needs: the runner skipped the check already

@@ -1224,6 +1224,62 @@ def requeue_of_a_queued_object(ctx: Context) -> None:
     )
 
 
+@check(
+    "IDENT-059",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.FINISH, Fault.STALL_TEARDOWN)),
+)
+def requeue_whose_old_run_never_goes(ctx: Context) -> None:
+    """A requeue waiting for an old run that never goes ends within a bound, then completes.
+
+    The ended object's last run is never taken down (its teardown stalls): the first requeue
+    raises OutcomeUnknown (or Rejected, changing nothing) within a bound of the clock, or returns
+    with the object requeued; the next, once the teardown is done, requeues it, once in all."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    ctx.faults.finish(ref, 3)
+    before = look(ctx, ref, "after its execution failed (exit 3)")
+    ctx.faults.stall_teardown(ref)
+    what = f"requeue({ref.id}) of the failed object, whose last run's teardown stalled"
+    try:
+        requeuer.requeue(ref)
+    except OutcomeUnknown:
+        returned = False
+    except Rejected:
+        seen = look(ctx, ref, f"after the refused {what}")
+        ctx.expect(
+            visible(seen) == visible(before),
+            f"the refused {what} changed it from {visible(before)} to {visible(seen)}",
+        )
+        return
+    except DispatchError as error:
+        raise CheckFailed(
+            f"{what} raised {type(error).__name__} ({error}): it cannot know whether the run "
+            "will go, so OutcomeUnknown"
+        ) from None
+    else:
+        returned = True
+        seen = look(ctx, ref, f"after {what}")
+        ctx.expect(
+            requeued_since(before, seen),
+            f"{what} returned, and the object was not requeued: open shows {visible(seen)} "
+            f"(before: {visible(before)})",
+        )
+    ctx.faults.end_stall(ref)
+    if not returned:
+        again = f"requeue({ref.id}) again, once the teardown completed"
+        call(ctx, again, lambda: requeuer.requeue(ref))
+    seen = back_in_queue(ctx, ref)
+    ctx.expect(
+        seen.restart_count is None or seen.restart_count == (before.restart_count or 0) + 1,
+        f"after the stalled requeue and the next, open shows {visible(seen)} (before: "
+        f"{visible(before)}): requeued once, not {seen.restart_count}",
+    )
+
+
 # -- identity inside the job ----------------------------------------------------------------------
 
 

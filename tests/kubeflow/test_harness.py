@@ -22,7 +22,9 @@ from adapters.kubeflow.testing.sim import (
     kubeflow_sim,
     kubeflow_sim_kueue,
 )
+from conformance.checks import CheckFailed
 from conformance.harness import (
+    STALL_BOUND,
     CannotInject,
     Fault,
     HarnessUnavailable,
@@ -171,6 +173,39 @@ def test_finish_ends_the_object_with_its_exit_code_and_lose_node_ends_it() -> No
     second = backend.start(make_plan(backend, JobSpec(command=("true",), nodes=2)), 2, 1)
     harness.faults(backend).lose_node(second)
     assert backend.open(second).state.ended
+    harness.end("test")
+
+
+def test_a_stalled_teardown_keeps_the_deleted_jobset_until_the_stall_ends() -> None:
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    faults = harness.faults(backend)
+    cluster = harness.by_backend[id(backend)][1]
+    faults.finish(ref, 3)
+    faults.stall_teardown(ref)
+    with pytest.raises(OutcomeUnknown, match="did not go within the bound"):
+        backend.requeue(ref)
+    (jobset,) = cluster.jobsets(cluster.require(ref))
+    assert jobset["metadata"].get("deletionTimestamp")
+    faults.end_stall(ref)
+    uids = {js["metadata"]["uid"] for js in cluster.jobsets(cluster.require(ref))}
+    assert jobset["metadata"]["uid"] not in uids  # gone (the Trainer makes a new one, suspended)
+    backend.requeue(ref)  # the teardown done, the requeue completes
+    assert backend.open(ref).restart_count == 1
+    harness.end("test")
+
+
+def test_a_wait_past_the_stall_bound_fails_the_check_and_lifts_the_stall() -> None:
+    harness = kubeflow_sim()
+    backend, ref = started(harness)
+    faults = harness.faults(backend)
+    cluster = harness.by_backend[id(backend)][1]
+    faults.finish(ref, 3)
+    faults.stall_teardown(ref)
+    with pytest.raises(CheckFailed, match="every wait of an adapter must be bounded"):
+        cluster.clock.advance(STALL_BOUND + 1)
+    assert cluster.stalled_since is None and cluster.stalled == []
+    assert "finalizers" not in cluster.jobsets(cluster.require(ref))[0]["metadata"]
     harness.end("test")
 
 

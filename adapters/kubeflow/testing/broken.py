@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -230,6 +231,18 @@ class ReleaseLeavesHoldMark(KubeflowBackend):
         return super()._update(ref, obj, keeping_the_mark, landed, judge, what)
 
 
+class JobSetWaitUnbounded(KubeflowBackend):
+    """A requeue of a failed TrainJob waits for its old JobSet to go with no bound: a JobSet
+    whose deletion never completes (a finalizer nobody removes) holds the call forever."""
+
+    def _drop_finished_jobset(self, ref: ObjectRef, obj: Mapping[str, Any]) -> int:
+        settle, self.settle = self.settle, math.inf
+        try:
+            return super()._drop_finished_jobset(ref, obj)
+        finally:
+            self.settle = settle
+
+
 class RequeueForgetsRestarts(KubeflowBackend):
     """A requeue of a failed TrainJob replaces its terminal JobSet but counts only its own
     step: the new JobSet's restarts start again at 0, so the restart count the object showed
@@ -367,6 +380,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-015",),
     ),
     Broken(
+        "jobset_wait_unbounded",
+        _doc(JobSetWaitUnbounded),
+        JobSetWaitUnbounded,
+        only=("IDENT-059",),
+    ),
+    Broken(
         "requeue_forgets_restarts",
         _doc(RequeueForgetsRestarts),
         RequeueForgetsRestarts,
@@ -398,6 +417,7 @@ follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 release_leaves_hold_mark = _factory("release_leaves_hold_mark")
+jobset_wait_unbounded = _factory("jobset_wait_unbounded")
 image_dropped = _factory("image_dropped")
 workload_conflict_gives_up = _factory("workload_conflict_gives_up")
 where_allows_an_empty_name = _factory("where_allows_an_empty_name")
@@ -412,6 +432,7 @@ __all__ = [
     "FollowFromTheEnd",
     "HoldIgnoresResourceVersion",
     "ImageDropped",
+    "JobSetWaitUnbounded",
     "ReadIgnoresOffset",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",

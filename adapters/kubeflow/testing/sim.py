@@ -58,7 +58,9 @@ from adapters.kubeflow.testing.lookalikes import (
     look_alike,
     look_alike_forms,
 )
+from conformance.checks import CheckFailed
 from conformance.harness import (
+    STALL_BOUND,
     CannotInject,
     Fault,
     FaultInjector,
@@ -205,6 +207,9 @@ REACTION_SECONDS: Final = 0.2
 a write finds what the controllers make of it not done yet. Not with Kueue yet: the readmission
 gate's pass is driven by the harness between requests, in step with controllers that settle
 within them."""
+STALLED_BY: Final = "sim.dispatch.dev/stalled"
+"""The finalizer nobody removes while a stall lasts (``stall_teardown``): the JobSet's deletion
+never completes."""
 TOUCHED_BY: Final = "sim.dispatch.dev/touched"
 """The annotation another writer sets on an object (``race_next_write(op, Race.TOUCHED)``)."""
 WRITE_VERBS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -291,6 +296,14 @@ class SimClock:
             raise ValueError(f"a clock cannot go back ({seconds} s)")
         sim = self.cluster.sim
         target = sim.clock.now() + seconds
+        stalled = self.cluster.stalled_since
+        if stalled is not None and target - stalled > STALL_BOUND:
+            self.cluster.end_stall()  # so that the check's cleanup can stop what it made
+            raise CheckFailed(
+                f"a call was still waiting {target - stalled:.0f} s of the clock after the "
+                f"scheduler's teardown stalled (more than {STALL_BOUND:.0f} s): every wait of "
+                "an adapter must be bounded, and end in OutcomeUnknown"
+            )
         for _ in range(100_000):
             self.cluster.sync()
             now = sim.clock.now()
@@ -336,6 +349,10 @@ class SimCluster:
         self.lasting: list[Armed] = []
         self.owners: dict[str, str] = {}
         """JobSet uid to the uid of the TrainJob that owned it (kept after both are gone)."""
+        self.stalled: list[tuple[str, str]] = []
+        """The JobSets (namespace, name) a stall holds back (``stall_teardown``)."""
+        self.stalled_since: float | None = None
+        """The clock's time the stall began, while it lasts."""
         self._seen = -1
         self._gated = False
         self.clients: list[client.ApiClient] = []
@@ -398,6 +415,41 @@ class SimCluster:
             self.gate.sync()
             self._gated = True
         self._seen = store.revision
+
+    # -- a stalled teardown --------------------------------------------------------------------
+
+    def stall(self, jobsets: Sequence[JSON]) -> None:
+        """Each JobSet gets the finalizer :data:`STALLED_BY`, which nobody removes until
+        :meth:`end_stall`; the clock fails the check past :data:`STALL_BOUND` meanwhile."""
+        for jobset in jobsets:
+            metadata = jobset["metadata"]
+            self.stalled.append((str(metadata["namespace"]), str(metadata["name"])))
+        self._finalize(stalled=True)
+        self.stalled_since = self.sim.clock.now()
+
+    def end_stall(self) -> None:
+        """The stall ends: the finalizer goes, and a deletion it held back completes."""
+        self.stalled_since = None
+        self._finalize(stalled=False)
+        self.stalled.clear()
+
+    def _finalize(self, *, stalled: bool) -> None:
+        def change(obj: JSON) -> None:
+            kept = [f for f in obj["metadata"].get("finalizers") or [] if f != STALLED_BY]
+            if stalled:
+                kept.append(STALLED_BY)
+            if kept:
+                obj["metadata"]["finalizers"] = kept
+            else:
+                obj["metadata"].pop("finalizers", None)
+
+        with self.sim.lock:
+            for namespace, name in self.stalled:
+                with contextlib.suppress(ApiError):  # gone already
+                    self.sim.store.mutate(
+                        JOBSETS, namespace, name, change, internal=False, copy=False
+                    )
+            self.sim.runner.settle()
 
     # -- call faults ---------------------------------------------------------------------------
 
@@ -737,6 +789,19 @@ class SimFaults(FaultInjector):
                 return
             self.clock.advance(1)
 
+    def stall_teardown(self, ref: ObjectRef) -> None:
+        """The TrainJob's JobSet gets a finalizer nobody removes (as a controller that is down
+        would leave it): its deletion marks it and it never goes, until ``end_stall``."""
+        jobsets = self.cluster.jobsets(self.cluster.require(ref))
+        if not jobsets:
+            raise CannotInject(f"stall_teardown (TrainJob {ref.id} has no JobSet)")
+        self.cluster.stall(jobsets)
+        self.clock.advance(1)
+
+    def end_stall(self, ref: ObjectRef) -> None:
+        self.cluster.end_stall()
+        self.clock.advance(1)
+
     # -- the calls -----------------------------------------------------------------------------
 
     def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
@@ -1022,7 +1087,10 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self.over_http = over_http
         self.name = name or ("kubeflow-sim-kueue" if kueue else "kubeflow-sim")
         offers = SIM_OFFERS | {Probe.SELF_RESTARTS}
-        self.offers = offers | {Fault.REQUEUE_UNDERNEATH} if kueue else offers
+        # With Kueue only a running object is requeued: no requeue tears a finished run down.
+        self.offers = (
+            offers | {Fault.REQUEUE_UNDERNEATH} if kueue else offers | {Fault.STALL_TEARDOWN}
+        )
         self.seed = seed
         self.seeds = itertools.count(seed)
         self.backend_type = backend_type
