@@ -129,6 +129,18 @@ def run(ctx: Context, ref: ObjectRef) -> Observation:
     return ctx.wait_until(running, f"open({ref.id}) showing the started object running", 60.0)
 
 
+def runs_again(ctx: Context, ref: ObjectRef, after: str) -> Observation:
+    """``run`` for an object a requeue put back in the queue: a harness that finds it will not
+    run (its ``let_run`` raises Rejected: held, ended, or not started within its bound) fails
+    the check, naming ``after``: the requeue left the object unable to run."""
+    refused = ""
+    try:
+        return run(ctx, ref)
+    except Rejected as error:
+        refused = str(error)
+    raise CheckFailed(f"{ref.id} never ran again {after}: {refused}")
+
+
 def is_queued(ctx: Context, ref: ObjectRef) -> bool:
     """Whether ``open(ref)`` shows the object queued (not held, not started)."""
     seen = look(ctx, ref, "to see whether it is pending")

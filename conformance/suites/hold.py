@@ -24,6 +24,7 @@ from conformance.steps import (
     occupied,
     requeue_somehow,
     run,
+    runs_again,
     stop,
     timed_out,
     visible,
@@ -688,6 +689,7 @@ def released_hold_stays_gone(ctx: Context) -> None:
         again = f"requeue({ref.id}) again, after the cut one"
         call(ctx, again, lambda: requeuer.requeue(ref))
         back_in_queue(ctx, ref)
+    runs_again(ctx, ref, f"after {what}")
 
 
 @check(

@@ -39,6 +39,7 @@ from conformance.steps import (
     requeue_somehow,
     requeued_since,
     run,
+    runs_again,
     started_meanwhile,
     stop,
     timed_out,
@@ -895,13 +896,21 @@ def writes_after_the_object_was_recreated(ctx: Context) -> None:
 
 
 def requeue_keeps_the_ref(ctx: Context, how: str) -> None:
-    """Run, requeue (``how``), then: open through the started ref works, shows the same object
-    with a submit never earlier (later when the uid is the name) and a higher restart count;
+    """Run (restart count 0 or unknown), requeue (``how``), then: open through the started ref
+    works, shows the same object with a submit never earlier (later when the uid is the name)
+    and a higher restart count;
     find shows one object; hold, release and stop still act through the ref."""
     plan = ctx.plan(long_spec(ctx))
     ref = ctx.start(plan, submission=1, attempt=1)
     pause(ctx.clock, 1.0)  # a requeue in the same second could not move submit forward
     before = run(ctx, ref)
+    # seed 001: a restart count above zero says the scheduler requeued the object, and loosens
+    # its identity check (a later submit time is then allowed)
+    ctx.expect(
+        not before.restart_count,
+        f"open showed restart count {before.restart_count} for {ref.id}, started once and "
+        "never requeued: a count above zero says it was",
+    )
     requeue(ctx, ref, how)
     look(ctx, ref, "through the started ref right after the requeue")
     after = back_in_queue(ctx, ref)
@@ -1133,7 +1142,10 @@ def ignored_requeue_not_claimed(ctx: Context) -> None:
     needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.FAIL_BETWEEN_STEPS)),
 )
 def requeue_cut_between_steps(ctx: Context) -> None:
-    """A requeue cut between its steps is OutcomeUnknown or shows; a requeue then requeues once."""
+    """A requeue cut between its steps is OutcomeUnknown or shows; a requeue then requeues once.
+
+    The object then runs again (Kubernetes with Kueue: a requeue completed by reactivating the
+    Workload its first step deactivated)."""
     requeuer = as_requeuer(ctx)
     if requeuer is None:  # declared in needs: the runner skipped the check already
         raise Skip("adapter implements no Requeuer")
@@ -1162,6 +1174,7 @@ def requeue_cut_between_steps(ctx: Context) -> None:
         f"after the cut requeue and the next, open shows {visible(seen)} (before: "
         f"{visible(before)}): requeued once, not {seen.restart_count}",
     )
+    runs_again(ctx, ref, "after the cut requeue and the next")
 
 
 @check(
@@ -1278,6 +1291,7 @@ def requeue_whose_old_run_never_goes(ctx: Context) -> None:
         f"after the stalled requeue and the next, open shows {visible(seen)} (before: "
         f"{visible(before)}): requeued once, not {seen.restart_count}",
     )
+    runs_again(ctx, ref, "after the stalled requeue and the next")
 
 
 # -- identity inside the job ----------------------------------------------------------------------
