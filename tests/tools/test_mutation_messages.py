@@ -141,3 +141,43 @@ def test_an_observations_free_text_detail_is_text(old: str, new: str) -> None:
 )
 def test_what_else_an_observation_carries_is_behaviour(old: str, new: str) -> None:
     assert not judge(DETAIL, DETAIL.replace(old, new), method="f")
+
+
+REASON = """
+def f(done, names):
+    if done is None or done.returncode != 0:
+        reason = "timed out" if done is None else done.stderr.strip()
+        known = ", ".join(f"x.{n}" for n in sorted(names))
+        raise ValueError(f"the requeue {reason} (known: {known})")
+    return done
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('reason = "timed out" if done is None else done.stderr.strip()', "reason = None"),
+        ('"timed out" if done is None', '"timed out" if (done is None) or True'),
+        ('"timed out" if', '"TIMED OUT" if'),
+        ('", ".join', '"XX, XX".join'),
+    ],
+)
+def test_a_local_made_without_side_effects_for_a_message_is_text(old: str, new: str) -> None:
+    assert judge(REASON, REASON.replace(old, new, 1))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("sorted(names)", "sorted(None)"),  # raises TypeError where the original did not
+        ("if done is None or", "if done is None and"),  # the condition of the raise
+        ('reason = "timed out" if done is None else done.stderr.strip()', "reason = done.kill()"),
+    ],
+)
+def test_a_local_with_a_call_that_acts_or_raises_is_behaviour(old: str, new: str) -> None:
+    assert not judge(REASON, REASON.replace(old, new, 1))
+
+
+def test_a_local_assigned_from_a_call_with_effects_is_not_a_message_local() -> None:
+    original = REASON.replace("done.stderr.strip()", "done.read()")
+    assert not judge(original, original.replace('"timed out" if', '"TIMED OUT" if', 1))

@@ -221,6 +221,9 @@ class MessageParameters:
                 )
             if isinstance(parent, ast.Call):
                 if child is parent.func:
+                    if isinstance(child, ast.Attribute) and _is_text(child.value) and _pure(parent):
+                        child = parent  # a string method of text, called without side effects
+                        continue
                     return False
                 name = parent.func.id if isinstance(parent.func, ast.Name) else None
                 if name in _SAFE_WRAPPERS and not isinstance(child, ast.keyword):
@@ -251,17 +254,69 @@ class MessageParameters:
             ):
                 child = parent  # type(x).__name__ (a wrapper's result has the attribute)
                 continue
+            if (
+                isinstance(parent, ast.Attribute)
+                and child is parent.value
+                and _is_text(child)
+                and parent.attr in _PURE_STR_METHODS
+            ):
+                child = parent  # ", ".join(...): the separator is text of the result
+                continue
             return False
         return False
 
 
 def _assigned_text(node: ast.Name, parents: Mapping[int, ast.AST]) -> bool:
-    """Whether the store ``node`` is ``name = <text>`` or ``name += <text>``."""
+    """Whether the store ``node`` is ``name = <text>`` or ``name += <text>``, or ``name =``
+    an expression without side effects (its value then reaches only messages, so a mutant
+    that changes or drops it changes only text)."""
     parent = parents.get(id(node))
     if isinstance(parent, ast.Assign) and parent.targets == [node]:
-        return _textual(parent.value)
+        return _textual(parent.value) or _pure(parent.value)
     if isinstance(parent, ast.AugAssign) and parent.target is node:
         return isinstance(parent.op, ast.Add) and _textual(parent.value)
+    return False
+
+
+_PURE_FUNCTIONS: Final = frozenset({"sorted", "str", "repr", "len", "type"})
+_PURE_STR_METHODS: Final = frozenset({"strip", "lstrip", "rstrip", "lower", "upper", "join"})
+
+
+def _pure(node: ast.AST) -> bool:
+    """An expression that changes nothing when evaluated (it may raise): names, constants,
+    attributes, operators, choices, f-strings, tuples, generator expressions, and calls of
+    :data:`_PURE_FUNCTIONS` and of the string methods :data:`_PURE_STR_METHODS`."""
+    if isinstance(node, ast.Constant | ast.Name):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _pure(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return all(_pure(v) for v in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return _pure(node.value) and (node.format_spec is None or _pure(node.format_spec))
+    if isinstance(node, ast.BinOp):
+        return _pure(node.left) and _pure(node.right)
+    if isinstance(node, ast.BoolOp):
+        return all(_pure(v) for v in node.values)
+    if isinstance(node, ast.UnaryOp):
+        return _pure(node.operand)
+    if isinstance(node, ast.Compare):
+        return _pure(node.left) and all(_pure(c) for c in node.comparators)
+    if isinstance(node, ast.IfExp):
+        return _pure(node.test) and _pure(node.body) and _pure(node.orelse)
+    if isinstance(node, ast.Tuple | ast.List):
+        return all(_pure(e) for e in node.elts)
+    if isinstance(node, ast.GeneratorExp):
+        return _pure(node.elt) and all(
+            isinstance(g.target, ast.Name) and _pure(g.iter) and all(_pure(i) for i in g.ifs)
+            for g in node.generators
+        )
+    if isinstance(node, ast.Call) and not node.keywords:
+        func = node.func
+        known = (isinstance(func, ast.Name) and func.id in _PURE_FUNCTIONS) or (
+            isinstance(func, ast.Attribute) and func.attr in _PURE_STR_METHODS and _pure(func.value)
+        )
+        return known and all(_pure(a) for a in node.args)
     return False
 
 
@@ -420,7 +475,7 @@ def _chooses_text(before: ast.expr, after: ast.AST, scope: Scope) -> bool:
     return (
         isinstance(parent, ast.IfExp)
         and parent.test is before
-        and _textual(parent)
+        and (_textual(parent) or _pure(parent))
         and isinstance(after, ast.BoolOp)
         and len(after.values) == 2
         and ast.dump(after.values[0]) == ast.dump(before)
