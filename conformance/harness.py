@@ -18,12 +18,12 @@ import os
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Generic, TypeVar
 
-from dispatch_core import Backend, Clock, JobID, JobSpec, ObjectRef
+from dispatch_core import Backend, Clock, HoldBound, JobID, JobSpec, ObjectRef
 
 
 class CannotInject(Exception):
@@ -159,6 +159,32 @@ STALL_BOUND: Final = 3600.0
 an adapter sets itself (the Kubeflow adapter's is 120 s)."""
 
 
+def advance_to_residue(
+    now: Callable[[], float], advance: Callable[[float], object], residue: int, modulus: int
+) -> bool:
+    """Advance a clock (``now`` reads it, ``advance`` moves it, at most ``modulus``
+    milliseconds in all) until its whole milliseconds are ``residue`` modulo ``modulus``: what a
+    harness does to put an adapter whose numbers come from the clock at an edge of its
+    numbering (:meth:`FaultInjector.hold_edge`). False when its float time could not be brought
+    to that millisecond."""
+    for _ in range(4):
+        gap = (residue - int(now() * 1000)) % modulus
+        if gap == 0:
+            return True
+        advance(gap / 1000)
+    return False
+
+
+CLOCK_HOLD_EDGES: Final[tuple[tuple[int, str], ...]] = (
+    (HoldBound - 2, "its largest hold number, 999999"),
+    (0, "its smallest hold number, 1, where the numbering wraps"),
+)
+"""For an adapter that numbers holds from its clock, as ``(milliseconds + the instance's count
+of holds) % (HoldBound - 1) + 1`` (both built-in ones): the residues of the clock's
+milliseconds modulo ``HoldBound - 1`` at which a new instance's first hold takes an edge
+number, each with a few words (:meth:`FaultInjector.hold_edge`)."""
+
+
 class Fault(StrEnum):
     """What a fault injector can be asked for: each value names one of its methods (a
     look-alike kind is needed as ``look_alike:<kind>``, see :func:`look_alike_need`)."""
@@ -182,6 +208,7 @@ class Fault(StrEnum):
     LAG_HISTORY = "lag_history"
     DISABLE_HISTORY = "disable_history"
     NEAR_HOLD = "near_hold"
+    HOLD_EDGE = "hold_edge"
     RECREATE = "recreate"
     STALL_TEARDOWN = "stall_teardown"
 
@@ -467,6 +494,20 @@ class FaultInjector:
         side of the valid range). Returns a few words on the form, for failure messages."""
         raise CannotInject("near_hold")
 
+    def hold_edges(self) -> int:
+        """How many edges :meth:`hold_edge` knows here (``variant`` is taken modulo it)."""
+        return 1
+
+    def hold_edge(self, variant: int = 0) -> str:
+        """Move the target's clock forward to where the first hold of a new adapter instance
+        (``reopen``) takes a number at an edge of the adapter's hold numbering, in form
+        ``variant`` (the largest number it hands out, or the smallest, where the numbering
+        wraps): the harness knows the adapter's numbering (Slurm and Kubeflow: milliseconds of
+        the clock folded into ``(0, HoldBound)``, :func:`advance_to_residue`). Called before
+        the object is started, and again before a second new instance holds it (whose number
+        then equals the one the object carries). Returns a few words on the edge."""
+        raise CannotInject("hold_edge")
+
 
 # -- paths on the cluster ----------------------------------------------------------------------
 
@@ -686,6 +727,7 @@ __all__ = [
     "Race",
     "ReplyLoss",
     "Signalled",
+    "advance_to_residue",
     "fault_needs",
     "look_alike_need",
 ]

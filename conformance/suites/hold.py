@@ -693,6 +693,49 @@ def released_hold_stays_gone(ctx: Context) -> None:
 
 
 @check(
+    "HOLD-016",
+    clause=f"{DESIGN_HOLDS}: valid only for 0 < k < 1_000_000; a new hold takes the next number",
+    needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.HOLD_EDGE,)),
+)
+def holds_at_the_edges_of_the_numbering(ctx: Context) -> None:
+    """Holds at the edges of the adapter's numbering take valid numbers, never the one carried.
+
+    The harness moves the clock to where a new adapter instance's first hold takes the largest
+    or the smallest number the adapter hands out: the hold reads back, and a second new
+    instance's hold there, whose number would equal the one the object carries, takes another
+    that reads back too and releases."""
+    holder_of(ctx)
+    for variant in range(ctx.faults.hold_edges()):
+        edge = ctx.faults.hold_edge(variant)
+        when = f" (a new instance, at {edge})"
+        ref = ctx.start(ctx.plan(long_spec(ctx)))
+        first = reopened_holder(ctx)
+        number = held_unless_started(ctx, first, ref, when)
+        if number is None:
+            continue
+        ctx.faults.hold_edge(variant)
+        second = reopened_holder(ctx)
+        again = held(ctx, second, ref, f" (another new instance, at {edge} again)")
+        ctx.expect(
+            again != number,
+            f"the second hold{when} took {again}, the number the object carried: a stale "
+            f"release({number}) would free it",
+        )
+        call(ctx, f"release({ref.id}, {again})", partial(second.release, ref, again))
+        seen = look(ctx, ref, f"after release({ref.id}, {again})")
+        ctx.expect(seen.hold is None, f"after release({again}), open shows {visible(seen)}")
+        stop(ctx, ref)
+
+
+def reopened_holder(ctx: Context) -> Holder:
+    """A new adapter instance (``reopen``), as a Holder."""
+    reopened = ctx.reopen()
+    if not isinstance(reopened, Holder):
+        raise CheckFailed("reopen gave an adapter instance that does not implement Holder")
+    return reopened
+
+
+@check(
     "HOLD-013",
     clause=f"{DESIGN_HOLDS}: release refuses with Conflict a job carrying none",
     needs=Needs(capabilities=(Capability.HOLD,)),

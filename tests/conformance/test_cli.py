@@ -977,6 +977,8 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "harness cannot inject preempt",
         "harness cannot inject ignore_next_stop",
         "harness cannot inject near_hold",
+        "harness cannot inject hold_edge",
+        "harness cannot inject stall_teardown",
         "harness cannot inject commands",
         "harness cannot inject images",
         "harness cannot inject self_restarts",

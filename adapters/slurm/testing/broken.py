@@ -244,6 +244,28 @@ class HoldNumberPerSecond(SlurmBackend):
         return number
 
 
+class HoldNumberFromZero(SlurmBackend):
+    """A hold's number is the clock's milliseconds plus the instance's count folded into
+    ``[0, HoldBound - 1)``, without the ``+ 1``: where the numbering wraps it is 0, which is no
+    hold number (``0 < k``), so that hold never reads back."""
+
+    def hold(self, ref: ObjectRef) -> int:
+        line = self._checked(ref)
+        if line.state != "PENDING":
+            raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
+        current = decode_hold(line.eligible, line.submit)
+        number = (int(self.clock.now() * 1000) + next(self._hold_count)) % (HoldBound - 1)
+        if number == current:
+            number = (number + 1) % (HoldBound - 1)
+        self._update(ref, f"StartTime=uts{line.submit + HoldBase + number}", "hold")
+        self._read_back_until(
+            ref,
+            lambda seen: seen is not None and decode_hold(seen.eligible, seen.submit) == number,
+            f"to carry hold {number}",
+        )
+        return number
+
+
 class HoldTrustsTheUpdate(SlurmBackend):
     """hold and release take ``scontrol update``'s exit 0 for the hold placed or dropped, and
     read nothing back: a hold the scheduler acknowledged and ignored is claimed."""
@@ -480,6 +502,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-010",),
     ),
     Broken(
+        "hold_number_from_zero",
+        HoldNumberFromZero.__doc__ or "",
+        HoldNumberFromZero,
+        only=("HOLD-016",),
+    ),
+    Broken(
         "hold_trusts_the_update",
         HoldTrustsTheUpdate.__doc__ or "",
         HoldTrustsTheUpdate,
@@ -550,6 +578,7 @@ command_unquoted = _factory("command_unquoted")
 submitted_requeueable = _factory("submitted_requeueable")
 trusts_the_sbatch_id = _factory("trusts_the_sbatch_id")
 hold_number_per_second = _factory("hold_number_per_second")
+hold_number_from_zero = _factory("hold_number_from_zero")
 hold_trusts_the_update = _factory("hold_trusts_the_update")
 requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 update_failure_unknown = _factory("update_failure_unknown")

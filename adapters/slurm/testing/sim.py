@@ -53,6 +53,7 @@ from adapters.slurm.testing.transport import (
     program,
 )
 from conformance.harness import (
+    CLOCK_HOLD_EDGES,
     CannotInject,
     Fault,
     FaultInjector,
@@ -66,9 +67,10 @@ from conformance.harness import (
     Race,
     ReplyLoss,
     Signalled,
+    advance_to_residue,
     look_alike_need,
 )
-from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected, VirtualClock
+from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected, VirtualClock
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
 from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode, Running
 
@@ -129,6 +131,7 @@ SIM_OFFERS: Final = frozenset(
         Fault.RACE_NEXT_WRITE,
         Fault.FAIL_BETWEEN_STEPS,
         Fault.NEAR_HOLD,
+        Fault.HOLD_EDGE,
         Fault.PREEMPT,
         Fault.LAG_HISTORY,
         Fault.DISABLE_HISTORY,
@@ -637,6 +640,17 @@ class SimFaults(FaultInjector):
             raise CannotInject(f"near_hold (job {job.job_id} is {job.state.value}, not pending)")
         offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
         self.sim.controller.set_begin(job, job.submit_time + offset)
+        return form
+
+    def hold_edges(self) -> int:
+        return len(CLOCK_HOLD_EDGES)
+
+    def hold_edge(self, variant: int = 0) -> str:
+        """The simulator's clock moved to the millisecond where the Slurm adapter's numbering
+        (``SlurmBackend.hold``) reaches the edge."""
+        residue, form = CLOCK_HOLD_EDGES[variant % len(CLOCK_HOLD_EDGES)]
+        if not advance_to_residue(self.sim.clock.now, self.sim.advance, residue, HoldBound - 1):
+            raise CannotInject(f"hold_edge (the clock did not stop at {form})")
         return form
 
     # -- look-alikes -------------------------------------------------------------------------------
