@@ -88,6 +88,11 @@ GATE_CHECK: Final = "dispatch-readmission"
 GATE_CONTROLLER: Final = "dispatch.io/readmission-gate"
 PROPAGATION: Final = "Foreground"
 """Deletion waits for the JobSet and its pods: stop verifies that the ranks are gone."""
+WORKLOAD_PACE: Final = 0.1
+"""Seconds of the first pause while a TrainJob's Workload is not there yet, or not yet as a
+hold awaits it (doubled after each read, to 8 s): Kueue acts on a write only after it has
+answered (it creates the Workload after the TrainJob's create, evicts it after its
+deactivation), within moments, so a hold right after a start reads again soon."""
 _TIME_FORMAT: Final = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -132,6 +137,13 @@ def _evictions(workload: Mapping[str, Any] | None) -> int:
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             total += count
     return total
+
+
+def _deactivation_done(workload: JSON) -> bool:
+    """Kueue has acted on the Workload's deactivation (``Evicted=True``, its eviction counted),
+    or someone has reactivated it since."""
+    active = (workload.get("spec") or {}).get("active")
+    return active is not False or condition(workload, "Evicted") is not None
 
 
 class KubeflowBackend:
@@ -762,9 +774,7 @@ class KubeflowBackend:
         """Set the TrainJob's Workload ``spec.active`` (with its resourceVersion; a 409 or a
         lost reply re-read and judged once)."""
         for _ in range(2):
-            workload = self._workload(obj)
-            if workload is None:
-                raise OutcomeUnknown(f"{self.name}: {what}: TrainJob {ref.id} has no Workload")
+            workload = self._await_workload(ref, obj, what)
             if (workload.get("spec") or {}).get("active", True) is active:
                 return
             body = copy.deepcopy(workload)
@@ -783,6 +793,36 @@ class KubeflowBackend:
         raise OutcomeUnknown(
             f"{self.name}: {what}: the Workload's spec.active={active} did not land"
         )
+
+    def _await_workload(
+        self,
+        ref: ObjectRef,
+        obj: Mapping[str, Any],
+        what: str,
+        until: Callable[[JSON], bool] | None = None,
+        awaited: str = "made none",
+    ) -> JSON:
+        """The TrainJob's Workload, once ``until`` holds of it. Kueue's controllers act after
+        the write that moves them has answered: its job reconciler creates the Workload once
+        the TrainJob's create has (it reacts to the TrainJob's event, jobframework
+        reconciler.go), so a hold right after start may find none yet, and its Workload
+        controller evicts a Workload after its deactivation. The TrainJob is read again
+        (NotFound once it is gone) and its Workload looked at, within ``settle``."""
+        waited, step = 0.0, WORKLOAD_PACE
+        while True:
+            workload = self._workload(obj)
+            if workload is not None and (until is None or until(workload)):
+                return workload
+            if waited >= self.settle:
+                found = "has no Workload" if workload is None else "has a Workload Kueue"
+                raise OutcomeUnknown(
+                    f"{self.name}: {what}: TrainJob {ref.id} {found} "
+                    f"(Kueue {awaited} within {self.settle:.0f} s)"
+                )
+            pause(self.clock, step)
+            waited += step
+            step = min(step * 2, 8.0)
+            obj = self._read(ref)
 
     def _wait(self, ref: ObjectRef, until: Callable[[JSON], bool], what: str) -> JSON:
         """Re-read the TrainJob until ``until`` holds, within ``settle`` seconds of the clock."""
@@ -836,6 +876,16 @@ class KubeflowBackend:
         written = self._update(ref, obj, change, landed, judge, f"hold {number}")
         if self.kueue:
             self._workload_active(ref, written, False, f"hold {number} (annotated)")
+            # Kueue evicts the deactivated Workload (counted in its schedulingStats, which the
+            # restart count reads) after the write: the hold answers once it has, so that what
+            # open shows of the held object stays as it is until someone acts on it.
+            self._await_workload(
+                ref,
+                written,
+                f"hold {number} (deactivated)",
+                _deactivation_done,
+                "evicted none",
+            )
         return number
 
     def release(self, ref: ObjectRef, hold: int) -> None:

@@ -124,6 +124,8 @@ _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
         "KubeflowBackend.release": "hold",
         "KubeflowBackend._update": "hold",
         "KubeflowBackend._workload_active": "hold",
+        "KubeflowBackend._await_workload": "hold",
+        "_deactivation_done": "hold",
         "KubeflowBackend._resume": "hold",
         "KubeflowBackend.stop": "stop",
         "KubeflowBackend._delete": "stop",

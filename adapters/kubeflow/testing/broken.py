@@ -163,9 +163,7 @@ class WorkloadConflictGivesUp(KubeflowBackend):
     def _workload_active(
         self, ref: ObjectRef, obj: Mapping[str, Any], active: bool, what: str
     ) -> None:
-        workload = self._workload(obj)
-        if workload is None:
-            raise OutcomeUnknown(f"{self.name}: {what}: TrainJob {ref.id} has no Workload")
+        workload = self._await_workload(ref, obj, what)
         if (workload.get("spec") or {}).get("active", True) is active:
             return
         body = copy.deepcopy(workload)

@@ -203,10 +203,9 @@ GC_SECONDS: Final = 0.5
 """The garbage collector's delay here (KubeConfig.gc_seconds): a read right after a cascading
 DELETE finds the owner still there, marked, as on a real cluster."""
 REACTION_SECONDS: Final = 0.2
-"""The controllers' reaction on kubeflow-sim (KubeConfig.reaction_seconds): a read right after
-a write finds what the controllers make of it not done yet. Not with Kueue yet: the readmission
-gate's pass is driven by the harness between requests, in step with controllers that settle
-within them."""
+"""The controllers' reaction on both clusters (KubeConfig.reaction_seconds): a read right after
+a write finds what the controllers make of it not done yet (with Kueue: no Workload right after
+a TrainJob's create, no eviction right after a Workload's deactivation)."""
 STALLED_BY: Final = "sim.dispatch.dev/stalled"
 """The finalizer nobody removes while a stall lasts (``stall_teardown``): the JobSet's deletion
 never completes."""
@@ -336,7 +335,7 @@ class SimCluster:
             default_run_seconds=None,
             namespaces=namespaces,
             gc_seconds=GC_SECONDS,
-            reaction_seconds=0.0 if kueue else REACTION_SECONDS,
+            reaction_seconds=REACTION_SECONDS,
         )
         self.kueue = kueue
         self.over_http = over_http

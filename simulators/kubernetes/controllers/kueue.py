@@ -799,6 +799,16 @@ def cluster_queue_of(store: Store, wl: JSON) -> str | None:
     return str(lq.get("spec", {}).get("clusterQueue", "")) or None
 
 
+def has_all_required_checks(wl: JSON, required: Iterable[str]) -> bool:
+    """pkg/workload/admissionchecks.go HasAllRequiredChecks: every check the ClusterQueue
+    requires has an entry in ``status.admissionChecks`` (in any state). The scheduler syncs
+    ``Admitted`` at quota reservation only then (pkg/scheduler/scheduler.go prepareWorkload);
+    a Workload reserved before the Workload controller has added its checks is admitted by no
+    one until they are there and all ``Ready``."""
+    present = {str(c.get("name")) for c in checks_of(wl)}
+    return all(name in present for name in required)
+
+
 def cq_checks(cq: JSON) -> list[str]:
     """The AdmissionCheck names a ClusterQueue lists (``admissionChecksStrategy``), sorted."""
     rules = cq.get("spec", {}).get("admissionChecksStrategy", {}).get("admissionChecks") or []
@@ -1230,6 +1240,7 @@ class KueueScheduler(_Retrying):
                 pending.append(found)
         waiting = len(pending_keys & parked)
         pending.sort(key=self.order)
+        required = cq_checks(cq)
         still_pending = 0
         for wl in pending:
             needs = self.needs(wl)
@@ -1261,9 +1272,10 @@ class KueueScheduler(_Retrying):
                                 f"Previously: {previous.get('message', '')}",
                                 now,
                             )
-                    sync_admitted(obj, now)
+                    if has_all_required_checks(obj, required):
+                        sync_admitted(obj, now)
 
-                self.store.mutate(
+                reserved_wl = self.store.mutate(
                     WORKLOADS,
                     namespace_of(wl),
                     name_of(wl),
@@ -1273,7 +1285,7 @@ class KueueScheduler(_Retrying):
                     copy=False,
                 )
                 reserving += 1
-                admitted += 1 if not checks_of(wl) else 0
+                admitted += 1 if is_admitted(reserved_wl) else 0
                 continue
             still_pending += 1
             parked.add((namespace_of(wl), name_of(wl)))
