@@ -12,6 +12,10 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from adapters.kubeflow.holds import HoldNumbers
+from adapters.kubeflow.kube import KUEUE as KUEUE_API
+from adapters.kubeflow.kube import TRAINER as TRAINER_API
+from adapters.kubeflow.kube import ApiFailure
 from adapters.kubeflow.testing.lookalikes import JOB_LABEL, SUBMISSION_LABEL, look_alike_forms
 from adapters.kubeflow.testing.remote import KubeflowRemoteHarness
 from adapters.kubeflow.testing.sim import (
@@ -34,7 +38,16 @@ from conformance.harness import (
     ReplyLoss,
     fault_needs,
 )
-from dispatch_core import JobID, JobSpec, NotFound, ObjectRef, OutcomeUnknown, State, make_plan
+from dispatch_core import (
+    HoldBound,
+    JobID,
+    JobSpec,
+    NotFound,
+    ObjectRef,
+    OutcomeUnknown,
+    State,
+    make_plan,
+)
 from dispatch_core.identity import parse_execution_env
 from simulators.kubernetes import KubeConfig, KubeSim
 from simulators.kubernetes.inprocess import InProcessPool
@@ -206,6 +219,31 @@ def test_a_wait_past_the_stall_bound_fails_the_check_and_lifts_the_stall() -> No
         cluster.clock.advance(STALL_BOUND + 1)
     assert cluster.stalled_since is None and cluster.stalled == []
     assert "finalizers" not in cluster.jobsets(cluster.require(ref))[0]["metadata"]
+    harness.end("test")
+
+
+def test_the_adapters_credentials_are_namespaced() -> None:
+    harness = kubeflow_sim_kueue()
+    backend, _ = started(harness)
+    kube = backend.kube
+    assert isinstance(kube.list_objects(KUEUE_API, "workloads", "default"), list)  # its own
+    with pytest.raises(ApiFailure) as refused:
+        kube.list_objects(KUEUE_API, "workloads", None)  # every namespace
+    assert refused.value.status == 403 and "at the cluster scope" in refused.value.message
+    assert kube.list_objects(TRAINER_API, "clustertrainingruntimes", None)  # cluster-scoped
+    harness.end("test")
+
+
+def test_hold_edge_moves_the_clock_to_the_edges_of_the_hold_numbering() -> None:
+    harness = kubeflow_sim()
+    backend, _ = started(harness)
+    faults = harness.faults(backend)
+    assert faults.hold_edges() == 2
+    numbers = []
+    for variant in range(2):
+        faults.hold_edge(variant)
+        numbers.append(HoldNumbers(backend.clock).next(None))
+    assert numbers == [HoldBound - 1, 1]
     harness.end("test")
 
 

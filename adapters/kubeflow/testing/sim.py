@@ -35,6 +35,7 @@ import contextlib
 import copy
 import dataclasses
 import itertools
+import json
 import urllib.parse
 import zlib
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +44,7 @@ from typing import Any, Final
 
 from kubernetes import client
 from kubernetes import config as kube_config
+from kubernetes.client.exceptions import ApiException
 
 from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import CHECK_NAME, CONTROLLER_NAME, ReadmissionGate
@@ -60,6 +62,7 @@ from adapters.kubeflow.testing.lookalikes import (
 )
 from conformance.checks import CheckFailed
 from conformance.harness import (
+    CLOCK_HOLD_EDGES,
     STALL_BOUND,
     CannotInject,
     Fault,
@@ -71,9 +74,10 @@ from conformance.harness import (
     Probe,
     Race,
     ReplyLoss,
+    advance_to_residue,
     look_alike_need,
 )
-from dispatch_core import Clock, JobID, JobSpec, ObjectRef, Rejected
+from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
 from simulators.kubernetes.controllers.kubelet import Kubelet, Start, end_containers, starts
 from simulators.kubernetes.errors import ApiError
@@ -83,6 +87,7 @@ from simulators.kubernetes.resources import (
     CLUSTERTRAININGRUNTIMES,
     JOBSETS,
     PODS,
+    RESOURCES,
     TRAINJOBS,
     WORKLOADS,
 )
@@ -180,6 +185,7 @@ SIM_OFFERS: Final = frozenset(
         Fault.RACE_NEXT_WRITE,
         Fault.FAIL_BETWEEN_STEPS,
         Fault.NEAR_HOLD,
+        Fault.HOLD_EDGE,
         Fault.REUSE_ID,
         Fault.RECREATE,
         *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.COMMA_LIST),
@@ -263,16 +269,45 @@ def route(method: str, url: str) -> Route:
     return Route(method, plural, namespace, name)
 
 
+NAMESPACED_PLURALS: Final = frozenset(r.plural for r in RESOURCES if r.namespaced)
+"""The resources a namespaced Role grants in its namespace only."""
+
+
+def forbidden(request: Route) -> ApiException:
+    """What the API server answers a namespaced service account's request for a namespaced
+    resource across every namespace (RBAC: a Role grants its own namespace only)."""
+    resource = request.plural.split("/")[0]
+    error = ApiException(status=403, reason="Forbidden")
+    error.body = json.dumps(
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "Forbidden",
+            "code": 403,
+            "message": f'{resource} is forbidden: User "system:serviceaccount:{NAMESPACE}:'
+            f'dispatch" cannot {VERBS.get(request.method, "list")} resource "{resource}" at '
+            "the cluster scope",
+        }
+    )
+    return error
+
+
 class HookedApiClient(client.ApiClient):
     """The adapter's ApiClient: before each request armed call faults fire (on the server, for
-    exactly that request); after it, their follow-ups."""
+    exactly that request); after it, their follow-ups. Its credentials are namespaced, as a
+    site gives an adapter a Role in its namespace: a request for a namespaced resource across
+    every namespace is Forbidden (:func:`forbidden`)."""
 
     def __init__(self, cluster: SimCluster, configuration: client.Configuration) -> None:
         super().__init__(configuration)
         self.cluster = cluster
 
     def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
-        after = self.cluster.arm(route(method, url))
+        request = route(method, url)
+        if not request.namespace and request.plural.split("/")[0] in NAMESPACED_PLURALS:
+            raise forbidden(request)
+        after = self.cluster.arm(request)
         try:
             return super().call_api(method, url, *args, **kwargs)
         finally:
@@ -957,6 +992,17 @@ class SimFaults(FaultInjector):
         return self.cluster.unfired()
 
     # -- a hold's field ------------------------------------------------------------------------
+
+    def hold_edges(self) -> int:
+        return len(CLOCK_HOLD_EDGES)
+
+    def hold_edge(self, variant: int = 0) -> str:
+        """The clock moved to the millisecond where the adapter's numbering
+        (:class:`~adapters.kubeflow.holds.HoldNumbers`) reaches the edge."""
+        residue, form = CLOCK_HOLD_EDGES[variant % len(CLOCK_HOLD_EDGES)]
+        if not advance_to_residue(self.clock.now, self.clock.advance, residue, HoldBound - 1):
+            raise CannotInject(f"hold_edge (the clock did not stop at {form})")
+        return form
 
     def near_hold_forms(self) -> int:
         return len(NEAR_HOLDS)
