@@ -123,12 +123,12 @@ def test_every_check_passes_on_memory_slurm(check: Check) -> None:
         assert result.reason == "harness cannot inject race_next_write(hold, touched)"
         return
     if check.id == "IDENT-059":  # the memory scheduler tears a finished run down at once
-        assert result.reason == "harness cannot inject stall_teardown"
+        assert result.reason.startswith("harness cannot inject stall_teardown (")
         return
     if (
         check.id == "HOLD-016"
     ):  # the memory adapter numbers holds by a per-object count, not the clock
-        assert result.reason == "harness cannot inject hold_edge"
+        assert result.reason.startswith("harness cannot inject hold_edge (")
         return
     assert result.outcome is Outcome.PASSED, result.reason
 

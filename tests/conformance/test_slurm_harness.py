@@ -40,6 +40,7 @@ from adapters.slurm.testing.sim import (
     NO_IMAGES,
     NO_RECREATE,
     NO_SELF_RESTARTS,
+    NO_STALL,
     SimFaults,
     SlurmSimHarness,
 )
@@ -465,6 +466,7 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
             "recreate": NO_RECREATE,
             "self_restarts": NO_SELF_RESTARTS,
             "images": NO_IMAGES,  # no container image: ContainerImage no
+            "stall_teardown": NO_STALL,  # a finished job is never requeued
         }
         if job_comment:
             expected["lose_identity_history"] = (
@@ -633,12 +635,14 @@ CANNOT = {
         "self_restarts",
         "images",
         "race_next_write(hold, touched)",
+        "stall_teardown",
     ),
     "slurm-sim-nocomment": (
         "recreate",
         "self_restarts",
         "images",
         "race_next_write(hold, touched)",
+        "stall_teardown",
     ),
 }
 KNOWN: dict[tuple[str, str], str] = {}

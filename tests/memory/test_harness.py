@@ -95,6 +95,10 @@ def test_what_each_shape_offers_and_lacks() -> None:
         "adapter declares ContainerImage no)",
         "self_restarts": "harness cannot inject self_restarts (the memory scheduler never "
         "reruns a failed object by itself: its adapter declares the restart rule no)",
+        "stall_teardown": "harness cannot inject stall_teardown (the memory scheduler takes an "
+        "ended object's run down at once: no requeue waits for it)",
+        "hold_edge": "harness cannot inject hold_edge (the memory adapter numbers an object's "
+        "holds by their count, not from a clock: no clock reaches an edge of its numbering)",
     }
     lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
     assert lacking == refused | {

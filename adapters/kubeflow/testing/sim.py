@@ -154,6 +154,10 @@ NO_KUEUE_REQUEUE: Final = (
     "it had, which no adapter sees coming; kubeflow-sim-kueue requeues through Kueue's "
     "eviction, which the readmission gate readmits)"
 )
+KUEUE_NO_STALL: Final = (
+    "stall_teardown (with Kueue only a running object is requeued, by its Workload's "
+    "deactivation: no requeue waits for an ended run's JobSet to go)"
+)
 HELD_REQUEUE: Final = (
     "requeue_underneath(held) (Kueue readmits an evicted Workload by itself: there is no "
     "state in which the scheduler keeps a requeued TrainJob held)"
@@ -1150,6 +1154,8 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
             return f"harness cannot inject {REFUSED[need]}"
         if need == Fault.REQUEUE_UNDERNEATH and not self.kueue:
             return f"harness cannot inject {NO_KUEUE_REQUEUE}"
+        if need == Fault.STALL_TEARDOWN and self.kueue:
+            return f"harness cannot inject {KUEUE_NO_STALL}"
         return super().lacks(need)
 
     def begin(self, check_id: str) -> None:

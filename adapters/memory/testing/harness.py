@@ -116,6 +116,14 @@ REFUSED: Final[Mapping[str, str]] = {
         "self_restarts (the memory scheduler never reruns a failed object by itself: its "
         "adapter declares the restart rule no)"
     ),
+    Fault.STALL_TEARDOWN: (
+        "stall_teardown (the memory scheduler takes an ended object's run down at once: no "
+        "requeue waits for it)"
+    ),
+    Fault.HOLD_EDGE: (
+        "hold_edge (the memory adapter numbers an object's holds by their count, not from a "
+        "clock: no clock reaches an edge of its numbering)"
+    ),
 }
 """What neither shape provides, and why (the text after ``harness cannot inject``)."""
 KUBE_REFUSED: Final[Mapping[str, str]] = {

@@ -163,6 +163,10 @@ NO_RECREATE: Final = (
     "harness cannot inject recreate (slurmctld hands out every job id itself: nobody makes a "
     "job under the id of one that is gone)"
 )
+NO_STALL: Final = (
+    "harness cannot inject stall_teardown (a finished Slurm job is never requeued: no requeue "
+    "waits for an ended run to be taken down)"
+)
 KEEPS_COMMENTS: Final = (
     "harness cannot inject lose_identity_history (this cluster's accounting keeps comments, "
     "AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
@@ -711,6 +715,8 @@ class SlurmSimHarness(Harness[SlurmBackend]):
             return NO_SELF_RESTARTS
         if need == Probe.IMAGES:
             return NO_IMAGES
+        if need == Fault.STALL_TEARDOWN:
+            return NO_STALL
         return super().lacks(need)
 
     def new_backend(self) -> SlurmBackend:
