@@ -230,6 +230,9 @@ def test_the_adapters_credentials_are_namespaced() -> None:
     with pytest.raises(ApiFailure) as refused:
         kube.list_objects(KUEUE_API, "workloads", None)  # every namespace
     assert refused.value.status == 403 and "at the cluster scope" in refused.value.message
+    with pytest.raises(ApiFailure) as elsewhere:
+        kube.list_objects(KUEUE_API, "workloads", "someone-else")  # another namespace
+    assert elsewhere.value.status == 403 and 'namespace "someone-else"' in elsewhere.value.message
     assert kube.list_objects(TRAINER_API, "clustertrainingruntimes", None)  # cluster-scoped
     harness.end("test")
 

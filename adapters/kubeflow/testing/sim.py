@@ -279,8 +279,12 @@ NAMESPACED_PLURALS: Final = frozenset(r.plural for r in RESOURCES if r.namespace
 
 def forbidden(request: Route) -> ApiException:
     """What the API server answers a namespaced service account's request for a namespaced
-    resource across every namespace (RBAC: a Role grants its own namespace only)."""
+    resource across every namespace, or in another namespace (RBAC: a Role grants its own
+    namespace only)."""
     resource = request.plural.split("/")[0]
+    where = "at the cluster scope"
+    if request.namespace:
+        where = f'in the namespace "{request.namespace}"'
     error = ApiException(status=403, reason="Forbidden")
     error.body = json.dumps(
         {
@@ -290,8 +294,8 @@ def forbidden(request: Route) -> ApiException:
             "reason": "Forbidden",
             "code": 403,
             "message": f'{resource} is forbidden: User "system:serviceaccount:{NAMESPACE}:'
-            f'dispatch" cannot {VERBS.get(request.method, "list")} resource "{resource}" at '
-            "the cluster scope",
+            f'dispatch" cannot {VERBS.get(request.method, "list")} resource "{resource}" '
+            f"{where}",
         }
     )
     return error
@@ -301,7 +305,7 @@ class HookedApiClient(client.ApiClient):
     """The adapter's ApiClient: before each request armed call faults fire (on the server, for
     exactly that request); after it, their follow-ups. Its credentials are namespaced, as a
     site gives an adapter a Role in its namespace: a request for a namespaced resource across
-    every namespace is Forbidden (:func:`forbidden`)."""
+    every namespace, or in another, is Forbidden (:func:`forbidden`)."""
 
     def __init__(self, cluster: SimCluster, configuration: client.Configuration) -> None:
         super().__init__(configuration)
@@ -309,7 +313,8 @@ class HookedApiClient(client.ApiClient):
 
     def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         request = route(method, url)
-        if not request.namespace and request.plural.split("/")[0] in NAMESPACED_PLURALS:
+        namespaced = request.plural.split("/")[0] in NAMESPACED_PLURALS
+        if namespaced and request.namespace != NAMESPACE:
             raise forbidden(request)
         after = self.cluster.arm(request)
         try:
