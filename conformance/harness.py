@@ -404,6 +404,14 @@ class FaultInjector:
         the adapter sees a timeout, and nothing changed on the target."""
         raise CannotInject(f"fail_before_effect({operation})")
 
+    def fail_every_try(self, operation: str) -> None:
+        """As :meth:`fail_before_effect`, and so do the retries the adapter makes of it within
+        the same call, until the check asks :meth:`unfired` (Kubernetes: an API server that
+        answers 500 for a while). Named ``fail_every_try(<operation>)`` by :meth:`unfired`
+        until it fires. A harness whose adapter retries no write need not offer it (the
+        check's round that asks for it is then left out)."""
+        raise CannotInject(f"fail_every_try({operation})")
+
     def vanish_before_read_back(
         self, operation: str, *, reuse_id: bool = False, early: bool = False
     ) -> None:

@@ -695,8 +695,15 @@ class KubeflowBackend:
             )
             if obj is None or _meta(obj).get("uid") != ref.uid:
                 return
-            if not _meta(obj).get("deletionTimestamp") and not retried:
-                retried = True  # the delete did not land (a 500 or a lost reply): once more
+            if not _meta(obj).get("deletionTimestamp"):
+                # The delete did not land (a 500, or a lost reply before its effect): the API
+                # server marks a Foreground deletion within the request, so once more, then
+                # OutcomeUnknown (the object is still running, no deletion stands).
+                if retried:
+                    raise OutcomeUnknown(
+                        f"{self.name}: the deletion of {ref.id} did not land, tried twice"
+                    )
+                retried = True
                 if not self._delete(ref, namespace, name):
                     return
                 continue

@@ -241,6 +241,18 @@ class JobSetWaitUnbounded(KubeflowBackend):
             self.settle = settle
 
 
+class StopTrustsItsRetry(KubeflowBackend):
+    """A stop whose DELETE did not land, tried twice (an API server answering 500), returns as
+    if the deletion stood: the object runs on, and the caller believes it stopped."""
+
+    def stop(self, ref: ObjectRef) -> None:
+        try:
+            super().stop(ref)
+        except OutcomeUnknown as error:
+            if "did not land, tried twice" not in str(error):
+                raise
+
+
 class RequeueForgetsRestarts(KubeflowBackend):
     """A requeue of a failed TrainJob replaces its terminal JobSet but counts only its own
     step: the new JobSet's restarts start again at 0, so the restart count the object showed
@@ -384,6 +396,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-059",),
     ),
     Broken(
+        "stop_trusts_its_retry",
+        _doc(StopTrustsItsRetry),
+        StopTrustsItsRetry,
+        only=("IDENT-020",),
+    ),
+    Broken(
         "requeue_forgets_restarts",
         _doc(RequeueForgetsRestarts),
         RequeueForgetsRestarts,
@@ -416,6 +434,7 @@ release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 release_leaves_hold_mark = _factory("release_leaves_hold_mark")
 jobset_wait_unbounded = _factory("jobset_wait_unbounded")
+stop_trusts_its_retry = _factory("stop_trusts_its_retry")
 image_dropped = _factory("image_dropped")
 workload_conflict_gives_up = _factory("workload_conflict_gives_up")
 where_allows_an_empty_name = _factory("where_allows_an_empty_name")
@@ -437,6 +456,7 @@ __all__ = [
     "ReleaseLeavesHoldMark",
     "RequeueForgetsRestarts",
     "StockRuntimeUnflagged",
+    "StopTrustsItsRetry",
     "WhereAllowsAnEmptyName",
     "WorkloadConflictGivesUp",
     *BY_NAME,

@@ -866,13 +866,17 @@ class SimFaults(FaultInjector):
 
     def fail_before_effect(self, operation: str) -> None:
         """The next write of ``operation`` is refused with 500 before it applies."""
+        self._arm(f"fail_before_effect({operation})", operation, before=self._refuse)
 
-        def refuse(request: Route) -> None:
-            self.sim.faults.refuse_next(
-                VERBS[request.method], request.plural, request.name or None, code=500
-            )
+    def fail_every_try(self, operation: str) -> None:
+        """The next write of ``operation``, and every one the adapter retries within the same
+        call, is refused with 500 before it applies."""
+        self._arm(f"fail_every_try({operation})", operation, before=self._refuse, lasting=True)
 
-        self._arm(f"fail_before_effect({operation})", operation, before=refuse)
+    def _refuse(self, request: Route) -> None:
+        self.sim.faults.refuse_next(
+            VERBS[request.method], request.plural, request.name or None, code=500
+        )
 
     def fail_between_steps(self, operation: str) -> None:
         """The second write of ``operation`` (its first landed) is refused with 500, and so is
