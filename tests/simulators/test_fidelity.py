@@ -509,6 +509,27 @@ def test_a_listing_may_keep_an_ended_job_the_simulator_purged() -> None:
         assert fid.explain(difference, fid.KNOWN_DIFFERENCES) is None, difference
 
 
+def test_the_requeued_job_may_wait_for_its_reason_after_a_node_loss() -> None:
+    """CI saw this (node-loss, step 10): the real requeued job read reason None, the next
+    scheduler pass not yet run; only that job's PENDING reason, None against BeginTime."""
+    listing = "squeue -h -t all -j {A},{B} -o '%i|%j|%T|%r'"
+    lost = "6|fid-lost|NODE_FAIL|NodeDown\n"
+    waiting = _node_loss_difference(
+        listing, lost + "7|fid-requeued|PENDING|None\n", lost + "7|fid-requeued|PENDING|BeginTime\n"
+    )
+    assert "scheduler pass" in (fid.explain(waiting, fid.KNOWN_DIFFERENCES) or "")
+    other_reason = _node_loss_difference(
+        listing,
+        lost + "7|fid-requeued|PENDING|Priority\n",
+        lost + "7|fid-requeued|PENDING|BeginTime\n",
+    )
+    other_job = _node_loss_difference(
+        listing, "6|fid-lost|PENDING|None\n", "6|fid-lost|PENDING|BeginTime\n"
+    )
+    for difference in (other_reason, other_job):
+        assert fid.explain(difference, fid.KNOWN_DIFFERENCES) is None, difference
+
+
 def test_the_requeued_job_may_restart_at_another_pass_after_a_node_loss() -> None:
     """CI saw this (node-loss, step 13): the real main scheduler started the job at its
     eligible time, the simulator's periodic pass 4 s later; only the times may differ."""

@@ -201,6 +201,16 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         lines=r"\|PENDING\|(None|BeginTime)\||^\d+\|\d+\|(None|BeginTime)$", timing=True,
     ),
     Known(
+        "node-loss", r"^squeue", "stdout",
+        "right after the requeue of the job whose node was lost the reason reads None until "
+        "the next scheduler pass sets BeginTime (as after a release); that pass runs at once "
+        "unless one ran less than sched_min_interval (2 s) before, so the real cluster shows "
+        "None or BeginTime by timing; the simulator shows BeginTime at once",
+        lines=r"\|fid-requeued\|PENDING\|(None|BeginTime)$",
+        real=r"\|fid-requeued\|PENDING\|None$", sim=r"\|fid-requeued\|PENDING\|BeginTime$",
+        timing=True,
+    ),
+    Known(
         "holds", r"^(squeue|sacct)", "stdout",
         "scontrol hold of a running job made its EligibleTime N/A (sacct: Eligible Unknown) here, "
         "while slurm-lab 7.7 saw it kept for a job that had been submitted --hold and released; "
