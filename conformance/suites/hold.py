@@ -705,14 +705,16 @@ def holds_at_the_edges_of_the_numbering(ctx: Context) -> None:
     instance's hold there, whose number would equal the one the object carries, takes another
     that reads back too and releases."""
     holder_of(ctx)
+    tested = 0
     for variant in range(ctx.faults.hold_edges()):
         edge = ctx.faults.hold_edge(variant)
         when = f" (a new instance, at {edge})"
         ref = ctx.start(ctx.plan(long_spec(ctx)))
         first = reopened_holder(ctx)
         number = held_unless_started(ctx, first, ref, when)
-        if number is None:
+        if number is None:  # the scheduler started it first: no hold at this edge
             continue
+        tested += 1
         ctx.faults.hold_edge(variant)
         second = reopened_holder(ctx)
         again = held(ctx, second, ref, f" (another new instance, at {edge} again)")
@@ -725,10 +727,13 @@ def holds_at_the_edges_of_the_numbering(ctx: Context) -> None:
         seen = look(ctx, ref, f"after release({ref.id}, {again})")
         ctx.expect(seen.hold is None, f"after release({again}), open shows {visible(seen)}")
         stop(ctx, ref)
+    if not tested:
+        raise Skip("the scheduler started the object at each edge before a hold could land")
 
 
 def reopened_holder(ctx: Context) -> Holder:
-    """A new adapter instance (``reopen``), as a Holder."""
+    """A new adapter instance (``reopen``), as a Holder (HOLD-002 checks the same of one it
+    also reads through, as a Backend)."""
     reopened = ctx.reopen()
     if not isinstance(reopened, Holder):
         raise CheckFailed("reopen gave an adapter instance that does not implement Holder")
