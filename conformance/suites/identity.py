@@ -1271,33 +1271,14 @@ def requeue_whose_old_run_never_goes(ctx: Context) -> None:
     run(ctx, ref)
     ctx.faults.finish(ref, 3)
     before = look(ctx, ref, "after its execution failed (exit 3)")
-    ctx.faults.stall_teardown(ref)
     what = f"requeue({ref.id}) of the failed object, whose last run's teardown stalled"
-    try:
-        requeuer.requeue(ref)
-    except OutcomeUnknown:
-        returned = False
-    except Rejected:
-        seen = look(ctx, ref, f"after the refused {what}")
-        ctx.expect(
-            visible(seen) == visible(before),
-            f"the refused {what} changed it from {visible(before)} to {visible(seen)}",
-        )
+    ctx.faults.stall_teardown(ref)
+    try:  # the stall ends whatever the first requeue did, so that the cleanup can stop it
+        returned = stalled_requeue(ctx, requeuer, ref, before, what)
+    finally:
+        ctx.faults.end_stall(ref)
+    if returned is None:  # refused, and nothing changed
         return
-    except DispatchError as error:
-        raise CheckFailed(
-            f"{what} raised {type(error).__name__} ({error}): it cannot know whether the run "
-            "will go, so OutcomeUnknown"
-        ) from None
-    else:
-        returned = True
-        seen = look(ctx, ref, f"after {what}")
-        ctx.expect(
-            requeued_since(before, seen),
-            f"{what} returned, and the object was not requeued: open shows {visible(seen)} "
-            f"(before: {visible(before)})",
-        )
-    ctx.faults.end_stall(ref)
     if not returned:
         again = f"requeue({ref.id}) again, once the teardown completed"
         call(ctx, again, lambda: requeuer.requeue(ref))
@@ -1308,6 +1289,36 @@ def requeue_whose_old_run_never_goes(ctx: Context) -> None:
         f"{visible(before)}): requeued once, not {seen.restart_count}",
     )
     runs_again(ctx, ref, "after the stalled requeue and the next")
+
+
+def stalled_requeue(
+    ctx: Context, requeuer: Requeuer, ref: ObjectRef, before: Observation, what: str
+) -> bool | None:
+    """IDENT-059's first requeue: True when it returned (the object requeued), False on
+    OutcomeUnknown, None when it was refused with nothing changed; anything else fails."""
+    try:
+        requeuer.requeue(ref)
+    except OutcomeUnknown:
+        return False
+    except Rejected:
+        seen = look(ctx, ref, f"after the refused {what}")
+        ctx.expect(
+            visible(seen) == visible(before),
+            f"the refused {what} changed it from {visible(before)} to {visible(seen)}",
+        )
+        return None
+    except DispatchError as error:
+        raise CheckFailed(
+            f"{what} raised {type(error).__name__} ({error}): it cannot know whether the run "
+            "will go, so OutcomeUnknown"
+        ) from None
+    seen = look(ctx, ref, f"after {what}")
+    ctx.expect(
+        requeued_since(before, seen),
+        f"{what} returned, and the object was not requeued: open shows {visible(seen)} "
+        f"(before: {visible(before)})",
+    )
+    return True
 
 
 # -- identity inside the job ----------------------------------------------------------------------
