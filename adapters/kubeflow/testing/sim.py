@@ -282,6 +282,7 @@ def forbidden(request: Route) -> ApiException:
     resource across every namespace, or in another namespace (RBAC: a Role grants its own
     namespace only)."""
     resource = request.plural.split("/")[0]
+    verb = VERBS.get(request.method) or ("get" if request.name else "list")
     where = "at the cluster scope"
     if request.namespace:
         where = f'in the namespace "{request.namespace}"'
@@ -294,7 +295,7 @@ def forbidden(request: Route) -> ApiException:
             "reason": "Forbidden",
             "code": 403,
             "message": f'{resource} is forbidden: User "system:serviceaccount:{NAMESPACE}:'
-            f'dispatch" cannot {VERBS.get(request.method, "list")} resource "{resource}" '
+            f'dispatch" cannot {verb} resource "{resource}" '
             f"{where}",
         }
     )
