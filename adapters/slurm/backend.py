@@ -460,14 +460,7 @@ class SlurmBackend:
         line = self._checked(ref)
         if line.state != "PENDING":
             raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
-        current = decode_hold(line.eligible, line.submit)
-        # Milliseconds of the clock plus this instance's count of holds: a later hold never
-        # takes an earlier one's number (within 16 minutes, and never twice in one instance),
-        # so a stale release cannot free it.
-        stamp = int(self.clock.now() * 1000) + next(self._hold_count)
-        number = stamp % (HoldBound - 1) + 1
-        if number == current:
-            number = number % (HoldBound - 1) + 1
+        number = self._hold_number(decode_hold(line.eligible, line.submit))
         target = line.submit + HoldBase + number
         self._update(ref, f"StartTime=uts{target}", "hold")
         self._read_back_until(
@@ -475,6 +468,16 @@ class SlurmBackend:
             lambda seen: seen is not None and decode_hold(seen.eligible, seen.submit) == number,
             f"to carry hold {number}",
         )
+        return number
+
+    def _hold_number(self, current: int | None) -> int:
+        """A new hold number, never ``current``: milliseconds of the clock plus this instance's
+        count of holds, so a later hold never takes an earlier one's number (within 16
+        minutes, and never twice in one instance), and a stale release cannot free it."""
+        stamp = int(self.clock.now() * 1000) + next(self._hold_count)
+        number = stamp % (HoldBound - 1) + 1
+        if number == current:
+            number = number % (HoldBound - 1) + 1
         return number
 
     def release(self, ref: ObjectRef, hold: int) -> None:

@@ -84,6 +84,7 @@ _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
         "SlurmBackend._observe": "find",
         "latest_incarnations": "find",
         "SlurmBackend.hold": "hold",
+        "SlurmBackend._hold_number": "hold",
         "SlurmBackend.release": "hold",
         "SlurmBackend._update": "hold",
         "SlurmBackend.stop": "stop",

@@ -25,7 +25,7 @@ from typing import Final
 
 from adapters.slurm import SlurmBackend
 from adapters.slurm.backend import latest_incarnations
-from adapters.slurm.identity import HoldBase, decode_hold
+from adapters.slurm.identity import decode_hold
 from adapters.slurm.parse import JobLine
 from adapters.slurm.testing.sim import SimCluster, SlurmSimHarness, sim_cluster
 from dispatch_core import (
@@ -227,21 +227,9 @@ class HoldNumberPerSecond(SlurmBackend):
     instance's count of holds): two holds on one object within a second take one number, and a
     release naming the earlier one frees the later."""
 
-    def hold(self, ref: ObjectRef) -> int:
-        line = self._checked(ref)
-        if line.state != "PENDING":
-            raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
-        current = decode_hold(line.eligible, line.submit)
+    def _hold_number(self, current: int | None) -> int:
         number = int(self.clock.now()) % (HoldBound - 1) + 1
-        if number == current:
-            number = number % (HoldBound - 1) + 1
-        self._update(ref, f"StartTime=uts{line.submit + HoldBase + number}", "hold")
-        self._read_back_until(
-            ref,
-            lambda seen: seen is not None and decode_hold(seen.eligible, seen.submit) == number,
-            f"to carry hold {number}",
-        )
-        return number
+        return number % (HoldBound - 1) + 1 if number == current else number
 
 
 class HoldNumberFromZero(SlurmBackend):
@@ -249,21 +237,9 @@ class HoldNumberFromZero(SlurmBackend):
     ``[0, HoldBound - 1)``, without the ``+ 1``: where the numbering wraps it is 0, which is no
     hold number (``0 < k``), so that hold never reads back."""
 
-    def hold(self, ref: ObjectRef) -> int:
-        line = self._checked(ref)
-        if line.state != "PENDING":
-            raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
-        current = decode_hold(line.eligible, line.submit)
+    def _hold_number(self, current: int | None) -> int:
         number = (int(self.clock.now() * 1000) + next(self._hold_count)) % (HoldBound - 1)
-        if number == current:
-            number = (number + 1) % (HoldBound - 1)
-        self._update(ref, f"StartTime=uts{line.submit + HoldBase + number}", "hold")
-        self._read_back_until(
-            ref,
-            lambda seen: seen is not None and decode_hold(seen.eligible, seen.submit) == number,
-            f"to carry hold {number}",
-        )
-        return number
+        return (number + 1) % (HoldBound - 1) if number == current else number
 
 
 class HoldTrustsTheUpdate(SlurmBackend):
