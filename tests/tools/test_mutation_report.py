@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tools.mutation.cli import _functions, mutmut_config
-from tools.mutation.plugin import selected_items
+from tools.mutation.plugin import left_out, selected_items
 from tools.mutation.report import (
     _BY_FUNCTION,
     _WHOLE_MODULE,
@@ -298,6 +298,31 @@ def test_the_plugin_loads_only_the_harnesses_of_the_items_it_keeps() -> None:
         [],
         ["tests/tools", "tests/x.py::test_y"],
     )
+
+
+def test_the_plugin_leaves_out_the_checks_of_a_prefix_and_nothing_else() -> None:
+    assert left_out("kubeflow-sim::STATE-005", ["STATE"])
+    assert not left_out("kubeflow-sim::IDENT-005", ["STATE"])
+    assert not left_out("tests/test_state.py", ["tests"])  # not a conformance item
+    assert not left_out("kubeflow-sim::STATE-005", [])
+
+
+def test_the_mutation_run_collects_no_stateful_check() -> None:
+    """The run mutmut makes (pyproject's arguments) has no STATE check among its items, and
+    every other check of the harness."""
+    import subprocess
+    import sys
+
+    def collected(*extra: str) -> set[str]:
+        argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        argv += ["-p", "tools.mutation.plugin", "--dispatch-harness=memory-slurm", *extra]
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        return {line for line in out.splitlines() if line.startswith("memory-slurm::")}
+
+    every = collected()
+    kept = collected("--mutation-leave-out=STATE")
+    assert {i for i in every if "::STATE-" in i}, "the harness has stateful checks"
+    assert kept == {i for i in every if "::STATE-" not in i}
 
 
 def test_a_change_on_the_tests_side_re_tests_what_was_not_killed(

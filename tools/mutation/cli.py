@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from adapters.slurm.testing.sim import SCRATCH_ENV
 from tools.mutation.messages import MessageParameters, MutantSources, message_only, scan
+from tools.mutation.plugin import LEAVE_OUT_OPTION
 from tools.mutation.report import (
     KILLED,
     NOT_CHECKED,
@@ -377,6 +378,26 @@ def listed_equivalents(mutants: Sequence[Mutant], sources: Sequence[str]) -> fro
     )
 
 
+def tested_by() -> str:
+    """What tests the mutants: the harnesses, the tier, and the checks left out."""
+    args = mutmut_config()["pytest_add_cli_args"]
+
+    def values(option: str) -> list[str]:
+        return [a.removeprefix(option) for a in args if a.startswith(option)]
+
+    left = values(f"{LEAVE_OUT_OPTION}=")
+    tier = ", ".join(values("--dispatch-tier=")) or "standard"
+    seed = ", ".join(values("--dispatch-seed=")) or "0"
+    harnesses = ", ".join(values("--dispatch-harness="))
+    line = f"tested by: the {tier} tier, seed {seed}, on {harnesses}"
+    if left:
+        line += (
+            f"; less the checks {', '.join(p + '-*' for p in left)} (each kill rate is a lower "
+            "bound of the tier's)"
+        )
+    return line
+
+
 def build_report(sources: Sequence[str]) -> Report:
     mutants = load_mutants(MUTANTS, sources)
     unkilled = [m for m in mutants if m.status not in (KILLED, TIMEOUT)]
@@ -505,6 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if m.status != NOT_CHECKED
         )
     figures = render(report, wall, tested, args.max_children)
+    print(tested_by())
     print(figures)
     goal_first = report.survivors(goal_only=True)
     rest = [m for m in report.survivors(goal_only=False) if m not in goal_first]

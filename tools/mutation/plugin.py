@@ -12,6 +12,11 @@ During mutmut's stats run it also adds each item's *setup* time to mutmut's dura
 runs in its item's setup (see :mod:`conformance.plugin`), and mutmut counts only the call
 phase, so without it every check would seem to take no time (and every timeout be the
 constant alone).
+
+``--mutation-leave-out PREFIX`` leaves out the checks whose id starts with PREFIX: the mutation
+run leaves out the stateful suite (``STATE``), which costs most of a surviving mutant's run and
+kills almost nothing the other checks miss (docs/decisions.md, "The stateful suite in the
+mutation run"), so the kill rate it reports is a lower bound of the standard tier's.
 """
 
 from __future__ import annotations
@@ -49,6 +54,25 @@ def selected_items(args: list[str]) -> tuple[list[str], list[str]]:
     return picked, rest
 
 
+LEAVE_OUT_OPTION: Final = "--mutation-leave-out"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        LEAVE_OUT_OPTION,
+        action="append",
+        default=[],
+        metavar="PREFIX",
+        help="leave out the conformance checks whose id starts with PREFIX (repeatable)",
+    )
+
+
+def left_out(nodeid: str, prefixes: list[str]) -> bool:
+    """Whether the conformance item ``nodeid`` is one of the checks ``prefixes`` leave out."""
+    check = nodeid.rpartition("::")[2]
+    return "::" in nodeid and any(check.startswith(prefix) for prefix in prefixes)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
     picked, rest = selected_items(args)
@@ -59,12 +83,17 @@ def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    prefixes: list[str] = config.getoption(LEAVE_OUT_OPTION)
     picked = config.stash.get(_SELECTED, None)
-    if picked is None:
+    if picked is None and not prefixes:
         return
-    order = {nodeid: i for i, nodeid in enumerate(picked)}
-    kept = sorted((i for i in items if i.nodeid in order), key=lambda i: order[i.nodeid])
-    dropped = [i for i in items if i.nodeid not in order]
+    order = {nodeid: i for i, nodeid in enumerate(picked or [i.nodeid for i in items])}
+    kept = sorted(
+        (i for i in items if i.nodeid in order and not left_out(i.nodeid, prefixes)),
+        key=lambda i: order[i.nodeid],
+    )
+    kept_ids = {id(i) for i in kept}
+    dropped = [i for i in items if id(i) not in kept_ids]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = kept
