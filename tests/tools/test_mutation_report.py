@@ -255,13 +255,16 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     text = render(report, wall_seconds=2000.0)
     lines = text.splitlines()
     [hold] = [line for line in lines if line.startswith("hold ")]
-    assert hold.split()[1:13] == ["4", "1", "1", "1", "0", "0", "1", "0", "0", "66.7%", "73", "32"]
+    figures = ["4", "1", "1", "1", "0", "0", "1", "0", "0", "0", "66.7%", "73", "32"]
+    assert hold.split()[1:14] == figures
     assert hold.endswith("goal >= 95%: NOT met")
     [stop] = [line for line in lines if line.startswith("stop ")]
     assert stop.endswith("goal >= 95%: -")  # no mutant in the fixture
     [together] = [line for line in lines if line.startswith("goal areas together")]
     assert "60.0%" in together
-    assert "equivalent: 1 mutants excluded from the denominators (3 listed" in text
+    assert "equivalent: 1 mutants no caller can tell from the original, and allowed: 0" in text
+    assert "(3 entries in equivalent.toml" in text
+    assert "counting the" not in text  # no mutant is listed as allowed
     assert f"warning: {LATEST.format(1)} is listed as equivalent" in text
     assert "matches no mutant" in text
     assert "wall time: 2000 s (33.3 min), a full run; budget 30 min on 2 cores: OVER" in text
@@ -270,6 +273,34 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     # 83 worker seconds recorded, on 2 children
     assert "from the recorded test runs: about 1 min" in text
     assert "about 1 min (worker seconds / 2 children" in text
+
+
+ALLOWED_HOLD_2 = """
+[[allowed]]
+module = "adapters.slurm.backend"
+function = "SlurmBackend.hold"
+removed = "number = stamp % (HoldBound - 1) + 1"
+added = "number = stamp % (HoldBound - 1) - 1"
+reason = "the fixture's: differs only where both answers are allowed"
+"""
+
+
+def test_an_allowed_mutant_leaves_the_denominator_and_is_counted_apart(
+    report: Report, tmp_path: Path
+) -> None:
+    listed = tmp_path / "with-allowed.toml"
+    listed.write_text(EQUIVALENTS + ALLOWED_HOLD_2)
+    judged = Report(mutants=report.mutants, equivalents=load_equivalents(listed), diffs=DIFFS)
+    hold = judged.by_area["hold"]
+    assert (hold.survived, hold.equivalent, hold.allowed) == (0, 2, 1)
+    assert hold.kill_rate == 1.0 and hold.strict_kill_rate == pytest.approx(2 / 3)
+    assert judged.goal.kill_rate == pytest.approx(3 / 4)
+    text = render(judged)
+    [line] = [line for line in text.splitlines() if line.startswith("hold ")]
+    assert line.split()[7:9] == ["1", "1"]  # equiv, allowed
+    assert "allowed: 1 that differ only where the contract allows both answers" in text
+    assert "kill rate counting the 1 allowed mutants as survivors: 60.0%" in text
+    assert HOLD.format(2) not in [m.name for m in judged.survivors(goal_only=True)]
 
 
 def test_a_unified_diff_gives_its_removed_and_added_lines() -> None:

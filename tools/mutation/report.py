@@ -215,17 +215,26 @@ def changed_lines(diff: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 # -- equivalent mutants -----------------------------------------------------------------------
 
+EQUIVALENT: Final = "equivalent"
+ALLOWED: Final = "allowed"
+KINDS: Final = (EQUIVALENT, ALLOWED)
+"""The tables of equivalent.toml: ``[[equivalent]]`` (no caller can tell) and ``[[allowed]]``
+(a caller can, only where the contract allows both answers)."""
+
 
 @dataclass(frozen=True)
 class Equivalent:
-    """A mutant that no caller can tell from the original, named by its module, function and
-    the lines its mutation removes and adds (each stripped, several joined by newlines)."""
+    """A mutant that no caller can tell from the original (``kind`` EQUIVALENT), or one that
+    differs only where the contract allows both answers (``kind`` ALLOWED: say which clause),
+    named by its module, function and the lines its mutation removes and adds (each
+    stripped, several joined by newlines)."""
 
     module: str
     function: str
     removed: str
     added: str
     reason: str
+    kind: str = "equivalent"
 
     def matches(self, mutant: Mutant, diff: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
         return (
@@ -237,24 +246,26 @@ class Equivalent:
 
 
 def load_equivalents(path: Path) -> list[Equivalent]:
-    """The ``[[equivalent]]`` tables of ``path`` (module, function, removed, added, reason);
-    ValueError naming the entry when one lacks a key or its reason."""
+    """The ``[[equivalent]]`` and ``[[allowed]]`` tables of ``path`` (module, function,
+    removed, added, reason); ValueError naming the entry when one lacks a key or its reason."""
     data = tomllib.loads(path.read_text("utf-8"))
     entries: list[Equivalent] = []
-    for i, entry in enumerate(data.get("equivalent", []), 1):
-        try:
-            equivalent = Equivalent(
-                module=str(entry["module"]),
-                function=str(entry["function"]),
-                removed=str(entry["removed"]),
-                added=str(entry["added"]),
-                reason=str(entry["reason"]).strip(),
-            )
-        except KeyError as missing:
-            raise ValueError(f"{path}: equivalent #{i} has no {missing}") from None
-        if not equivalent.reason:
-            raise ValueError(f"{path}: equivalent #{i} gives no reason")
-        entries.append(equivalent)
+    for kind in KINDS:
+        for i, entry in enumerate(data.get(kind, []), 1):
+            try:
+                equivalent = Equivalent(
+                    module=str(entry["module"]),
+                    function=str(entry["function"]),
+                    removed=str(entry["removed"]),
+                    added=str(entry["added"]),
+                    reason=str(entry["reason"]).strip(),
+                    kind=kind,
+                )
+            except KeyError as missing:
+                raise ValueError(f"{path}: {kind} #{i} has no {missing}") from None
+            if not equivalent.reason:
+                raise ValueError(f"{path}: {kind} #{i} gives no reason")
+            entries.append(equivalent)
     return entries
 
 
@@ -271,7 +282,9 @@ class Figures:
     suspicious: int = 0
     not_checked: int = 0
     equivalent: int = 0
-    """Survivors listed as equivalent: out of the denominator."""
+    """Survivors listed as equivalent (either kind): out of the denominator."""
+    allowed: int = 0
+    """Of which those listed as allowed by the contract."""
     text: int = 0
     """Survivors that change only text for people (:mod:`tools.mutation.messages`): out of
     the denominator."""
@@ -280,13 +293,22 @@ class Figures:
     survivor_seconds: float = 0.0
     """Of which the runs of the mutants not killed (every check that reaches them runs)."""
 
-    def add(self, status: str, equivalent: bool, seconds: float = 0.0, text: bool = False) -> None:
+    def add(
+        self,
+        status: str,
+        equivalent: str | None,
+        seconds: float = 0.0,
+        text: bool = False,
+    ) -> None:
+        """Count one mutant: its ``status``, the kind of its equivalent entry (None: not
+        listed), its test run's seconds, whether it changes only text."""
         self.made += 1
         self.seconds += seconds
         if status in (SURVIVED, SUSPICIOUS):
             self.survivor_seconds += seconds
-        if equivalent:
+        if equivalent is not None:
             self.equivalent += 1
+            self.allowed += equivalent == ALLOWED
         elif text:
             self.text += 1  # whether tested or not: its result would not count
         elif status == KILLED:
@@ -312,6 +334,12 @@ class Figures:
     def kill_rate(self) -> float | None:
         """Killed or timed out, of the counted mutants (None when none is counted)."""
         return (self.killed + self.timeout) / self.counted if self.counted else None
+
+    @property
+    def strict_kill_rate(self) -> float | None:
+        """The kill rate were the mutants allowed by the contract counted as survivors."""
+        counted = self.counted + self.allowed
+        return (self.killed + self.timeout) / counted if counted else None
 
 
 @dataclass
@@ -355,7 +383,8 @@ class Report:
                     self.detected_but_listed.append((self.equivalents[match], mutant))
             took = mutant.seconds
             text = mutant.name in self.texts and mutant.status not in (KILLED, TIMEOUT)
-            row = (mutant.status, listed, took, text)
+            kind = self.equivalents[match].kind if listed and match is not None else None
+            row = (mutant.status, kind, took, text)
             self.by_module.setdefault(mutant.path, Figures()).add(*row)
             self.total.add(*row)
             if mutant.area is not None:
@@ -394,6 +423,7 @@ _COLUMNS: Final = (
     ("no check", 8),
     ("odd", 3),
     ("equiv", 5),
+    ("allowed", 7),
     ("text", 4),
     ("not run", 7),
     ("kill rate", 9),
@@ -411,7 +441,8 @@ def _row(label: str, f: Figures, goal: str = "") -> str:
         f.timeout,
         f.no_tests,
         f.suspicious,
-        f.equivalent,
+        f.equivalent - f.allowed,
+        f.allowed,
         f.text,
         f.not_checked,
         _rate(f),
@@ -440,8 +471,10 @@ def render(
     against its budget."""
     lines = [
         "per module (no check: reached by no check; odd: mutmut's suspicious; kill rate: killed "
-        "or timed out, of the mutants made less the equivalent, the text-only survivors and "
-        "those not run; text: survivors that change only text for people, see "
+        "or timed out, of the mutants made less the equivalent and allowed ones, the text-only "
+        "survivors and those not run; equiv: listed as equivalent, no caller can tell them from "
+        "the original; allowed: listed as differing only where the contract allows both "
+        "answers; text: survivors that change only text for people, see "
         "tools/mutation/messages.py; worker s: "
         "the seconds their test runs took, on surv.: of which on the survivors)",
         _HEADER,
@@ -455,10 +488,19 @@ def render(
         lines.append(_row(area, figures, _against_goal(figures)))
     lines.append(_row("goal areas together", report.goal, _against_goal(report.goal)))
     lines.append("")
+    allowed = sum(1 for e in report.equivalent_of.values() if e.kind == ALLOWED)
     lines.append(
-        f"equivalent: {len(report.equivalent_of)} mutants excluded from the denominators "
-        f"({len(report.equivalents)} listed in equivalent.toml)"
+        f"equivalent: {len(report.equivalent_of) - allowed} mutants no caller can tell from the "
+        f"original, and allowed: {allowed} that differ only where the contract allows both "
+        f"answers, excluded from the denominators ({len(report.equivalents)} entries in "
+        "equivalent.toml, each with its reason)"
     )
+    strict = report.goal.strict_kill_rate
+    if report.goal.allowed and strict is not None:
+        lines.append(
+            f"the goal areas' kill rate counting the {report.goal.allowed} allowed mutants as "
+            f"survivors: {100 * strict:.1f}%"
+        )
     lines.append(
         f"text: {report.total.text} survivors change only text for people (an error's message, "
         "an observation's detail, a counter's label), listed apart in the survivors file"
