@@ -161,9 +161,11 @@ def expect_conflict(ctx: Context, holder: Holder, ref: ObjectRef, number: int, w
     needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.LET_RUN,)),
 )
 def placed_and_released(ctx: Context) -> None:
-    """A numbered hold keeps the object from running until it is released; then it can run."""
+    """A numbered hold keeps the object from running until it is released, and as the hold
+    left it (the same state, hold and restart count: nothing reran it); then it can run."""
     holder = holder_of(ctx)
     _, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    at_once = visible(look(ctx, ref, f"right after hold {number}"))
     held_wait = ctx.harness.schedule_within
     pause(ctx.clock, held_wait)
     seen = look(ctx, ref, f"{held_wait:.0f} s after hold {number}")
@@ -171,6 +173,12 @@ def placed_and_released(ctx: Context) -> None:
         (seen.state, seen.hold) == (State.HELD, number),
         f"open {held_wait:.0f} s after hold {number} showed the object {seen.state} "
         f"with hold {seen.hold}",
+    )
+    ctx.expect(
+        visible(seen) == at_once,
+        f"the held object changed with nobody acting on it: open showed {at_once} right after "
+        f"hold {number} returned, {visible(seen)} {held_wait:.0f} s later (the hold answered "
+        "before the scheduler had done with it)",
     )
     try:
         executions = ctx.executions(ref)
