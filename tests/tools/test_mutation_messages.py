@@ -34,10 +34,11 @@ class Backend:
 """
 
 
-def judge(original: str, mutant: str, *, method: str | None = None) -> bool:
-    """Whether ``mutant`` (a function's text) changes only text, against ``original``."""
+def judge(original: str, mutant: str, *, method: str | None = None, scanned: bool = False) -> bool:
+    """Whether ``mutant`` (a function's text) changes only text, against ``original``
+    (``scanned``: the original is among the module's functions, as in a real run)."""
     callees = Callees()
-    callees.add_module(MODULE, ast.parse(HELPERS))
+    callees.add_module(MODULE, ast.parse(HELPERS + (textwrap.dedent(original) if scanned else "")))
     local = f"xǁBackendǁ{method}" if method else "x_f"
     body = textwrap.dedent(original).replace("def f(", f"def {local}__mutmut_orig(", 1)
     changed = textwrap.dedent(mutant).replace("def f(", f"def {local}__mutmut_1(", 1)
@@ -87,6 +88,16 @@ def test_an_argument_that_only_feeds_a_message_is_text() -> None:
     assert judge(original, "def f(x):\n    return number(x, None, bound=9)\n")
     assert judge(original, 'def f(x):\n    return number(x, "XXsubmissionXX", bound=9)\n')
     assert not judge(original, 'def f(x):\n    return number(x, "submission", bound=10)\n')
+
+
+def test_the_default_of_a_parameter_used_only_in_messages_is_text() -> None:
+    original = 'def f(x, what="made none"):\n    if x < 0:\n        raise ValueError(f"{x}: {what}")\n    return x\n'
+    assert judge(original, original.replace('"made none"', '"XXmade noneXX"'), scanned=True)
+    assert judge(original, original.replace('"made none"', '"MADE NONE"'), scanned=True)
+    steering = 'def f(x, what="lenient"):\n    if what == "strict":\n        raise ValueError(what)\n    return x\n'
+    assert not judge(steering, steering.replace('"lenient"', '"strict"'), scanned=True)
+    bound = "def f(x, bound=9):\n    return number(x, 'n', bound=bound)\n"
+    assert not judge(bound, bound.replace("bound=9", "bound=10", 1), scanned=True)
 
 
 def test_a_parameter_that_also_steers_is_not_a_message_parameter() -> None:

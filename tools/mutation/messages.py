@@ -404,7 +404,7 @@ def message_only(name: str, sources: MutantSources, parameters: MessageParameter
     mutant = sources.functions.get(local)
     if original is None or mutant is None:
         return False
-    _, cls = _original_key(sources.module, local)
+    key, cls = _original_key(sources.module, local)
     scope = Scope.of(original, sources.module, cls)
     found = False
     pairs = [
@@ -417,6 +417,12 @@ def message_only(name: str, sources: MutantSources, parameters: MessageParameter
         ):
             found = True
             continue
+        defaulted = _defaulted(original.args, before)
+        if defaulted is not None and key in parameters.callees.functions:
+            if not parameters.is_message(key, defaulted):
+                return False
+            found = True
+            continue
         if not isinstance(before, ast.expr):
             return False
         if _chooses_text(before, after, scope):
@@ -427,6 +433,16 @@ def message_only(name: str, sources: MutantSources, parameters: MessageParameter
             return False
         found = True
     return found
+
+
+def _defaulted(args: ast.arguments, node: ast.AST) -> str | None:
+    """The parameter whose default value ``node`` is, if it is one."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = [
+        *zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True),
+        *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+    ]
+    return next((arg.arg for arg, default in pairs if default is node), None)
 
 
 def _drops_text_field(before: ast.AST, after: ast.AST) -> bool:
