@@ -161,8 +161,10 @@ def expect_conflict(ctx: Context, holder: Holder, ref: ObjectRef, number: int, w
     needs=Needs(capabilities=(Capability.HOLD,), faults=(Fault.LET_RUN,)),
 )
 def placed_and_released(ctx: Context) -> None:
-    """A numbered hold keeps the object from running until it is released, and as the hold
-    left it (the same state, hold and restart count: nothing reran it); then it can run."""
+    """A numbered hold keeps the object from running, as it left it, until released; then it runs.
+
+    While held, open shows what it showed right after the hold: the same state, hold and
+    restart count (nothing reran it, and the hold answered once the scheduler had done)."""
     holder = holder_of(ctx)
     _, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
     at_once = visible(look(ctx, ref, f"right after hold {number}"))

@@ -19,6 +19,7 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    Race,
     ReplyLoss,
     look_alike_need,
 )
@@ -46,7 +47,7 @@ from conformance.steps import (
     visible,
     writes_act_on_nothing,
 )
-from conformance.suites.clauses import DESIGN_REOBSERVE, SEED_000, SEED_001
+from conformance.suites.clauses import DESIGN_REOBSERVE, DESIGN_STALE_WRITE, SEED_000, SEED_001
 from conformance.tiers import Tier
 from dispatch_core import (
     Capability,
@@ -1118,6 +1119,46 @@ def lost_requeue_reply(ctx: Context) -> None:
         requeued_since(before, seen),
         f"{what} took effect and its reply was lost, yet the object is not requeued: open "
         f"shows {visible(seen)} (before: {visible(before)})",
+    )
+
+
+TOUCHED_REQUEUE: Final = (
+    " (another writer changed its object just before the requeue's write landed, in nothing "
+    "it depends on: the object is still as read, so a re-read and a second write land it)"
+)
+
+
+@check(
+    "IDENT-061",
+    clause=f"{DESIGN_REOBSERVE}; {DESIGN_STALE_WRITE}",
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.RACE_NEXT_WRITE)),
+)
+def requeue_meeting_another_write(ctx: Context) -> None:
+    """A requeue lands though another writer touched the object just before its write.
+
+    The write meets a newer version of an object still as the adapter read it (Kubernetes: a
+    409 on the version read): it re-reads, judges and writes again, never OutcomeUnknown nor
+    Rejected, and the object is requeued and runs again."""
+    requeuer = as_requeuer(ctx)
+    if requeuer is None:  # declared in needs: the runner skipped the check already
+        raise Skip("adapter implements no Requeuer")
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    before = run(ctx, ref)
+    ctx.faults.race_next_write("requeue", Race.TOUCHED)
+    what = f"requeue({ref.id}) of the running object{TOUCHED_REQUEUE}"
+    call(ctx, what, lambda: requeuer.requeue(ref))
+    fired(ctx, "race_next_write(requeue)", what)
+    seen = look(ctx, ref, f"after {what}")
+    ctx.expect(
+        requeued_since(before, seen),
+        f"{what} returned, but the object is not requeued: open shows {visible(seen)} "
+        f"(before: {visible(before)})",
+    )
+    again = runs_again(ctx, ref, f"after {what}")
+    ctx.expect(
+        (again.restart_count or 0) > (before.restart_count or 0),
+        f"{what} returned, and the object ran again with restart count "
+        f"{again.restart_count}, as before it ({before.restart_count}): it was not rerun",
     )
 
 

@@ -181,6 +181,35 @@ class WorkloadConflictGivesUp(KubeflowBackend):
             super()._workload_active(ref, obj, active, what)
 
 
+class RequeueConflictGivesUp(KubeflowBackend):
+    """A requeue's first write (the suspension) takes a 409 for a verdict: OutcomeUnknown at
+    once, no re-read. A requeue that meets another writer's change of the running TrainJob is
+    never made, though the object is still as the adapter read it."""
+
+    def _update(
+        self,
+        ref: ObjectRef,
+        obj: JSON,
+        change: Callable[[JSON], None],
+        landed: Callable[[JSON], bool],
+        judge: Callable[[JSON], None],
+        what: str,
+    ) -> JSON:
+        if what != "requeue (suspend)":
+            return super()._update(ref, obj, change, landed, judge, what)
+        body = copy.deepcopy(obj)
+        change(body)
+        namespace, name = self._where(ref)
+        try:
+            return dict(self.kube.replace(TRAINER, "trainjobs", namespace, name, body))
+        except ApiFailure as failure:
+            if failure.status == 409:
+                raise OutcomeUnknown(f"{self.name}: the {what} of {ref.id}: {failure}") from None
+        except LostReply:
+            pass
+        return super()._update(ref, self._read(ref), change, landed, judge, what)
+
+
 class ReleaseKeepsExecution(KubeflowBackend):
     """release unsuspends the TrainJob without bumping ``dispatch/execution``: an object held
     after it ran (a requeue, a hold of a requeued object) runs again under the identity it
@@ -384,6 +413,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-014",),
     ),
     Broken(
+        "requeue_conflict_gives_up",
+        _doc(RequeueConflictGivesUp),
+        RequeueConflictGivesUp,
+        only=("IDENT-061",),
+    ),
+    Broken(
         "release_leaves_hold_mark",
         _doc(ReleaseLeavesHoldMark),
         ReleaseLeavesHoldMark,
@@ -433,6 +468,7 @@ follow_from_the_end = _factory("follow_from_the_end")
 release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 release_leaves_hold_mark = _factory("release_leaves_hold_mark")
+requeue_conflict_gives_up = _factory("requeue_conflict_gives_up")
 jobset_wait_unbounded = _factory("jobset_wait_unbounded")
 stop_trusts_its_retry = _factory("stop_trusts_its_retry")
 image_dropped = _factory("image_dropped")
