@@ -237,7 +237,7 @@ class MemoryBackend:
 
     def hold(self, ref: ObjectRef) -> int:
         self.cluster.tick()
-        job = self._checked(ref)
+        job = self._ours(ref, "hold")
         if job.state is not State.QUEUED:
             raise Rejected(
                 f"{self.name}: {ref.id} is {job.state.value}; only a pending job is held"
@@ -252,7 +252,7 @@ class MemoryBackend:
 
     def release(self, ref: ObjectRef, hold: int) -> None:
         self.cluster.tick()
-        job = self._checked(ref)
+        job = self._ours(ref, "release")
         carried = job.hold_number()
         if carried is None:
             raise Conflict(f"{self.name}: {ref.id} carries no hold (asked to release {hold})")
@@ -272,7 +272,7 @@ class MemoryBackend:
         """Two steps, as on Slurm: mark the job requeueable, then requeue it; a crash between
         the steps is OutcomeUnknown with the mark left set."""
         self.cluster.tick()
-        job = self._checked(ref)
+        job = self._ours(ref, "requeue")
         if job.state in (State.QUEUED, State.HELD):
             raise Rejected(f"{self.name}: {ref.id} is pending; only a started job is requeued")
         self.cluster.timed_out("requeue", job.native_id)
@@ -340,6 +340,14 @@ class MemoryBackend:
         )
         if mismatch is not None:
             raise NotFound(f"{self.name}: job {ref.id} is not the ref's: {mismatch}")
+        return job
+
+    def _ours(self, ref: ObjectRef, what: str) -> Job:
+        """The live object ``ref`` names, checked, and dispatch's: a foreign one (its identity
+        does not parse) is never acted on (DESIGN §4), so ``what`` is Rejected."""
+        job = self._checked(ref)
+        if self._observe(job).foreign:
+            raise Rejected(f"{self.name}: {ref.id} is not dispatch's: no {what}")
         return job
 
     def _resolve(self, ref: ObjectRef) -> Job:

@@ -286,6 +286,17 @@ class SlurmBackend:
         _require_identity(line, ref, self.name)
         return line
 
+    def _ours(self, ref: ObjectRef, what: str) -> JobLine:
+        """The live job ``ref`` names, checked, and dispatch's: a foreign one (a comment that
+        does not parse, or none) is never acted on (DESIGN §4), so ``what`` is Rejected."""
+        line = self._checked(ref)
+        seen = self._observe(line)
+        if seen.foreign:
+            raise Rejected(
+                f"{self.name}: job {ref.id} is not dispatch's ({seen.detail}): no {what}"
+            )
+        return line
+
     def _ref(self, line: JobLine) -> ObjectRef:
         return ObjectRef(
             backend=self.name,
@@ -457,7 +468,7 @@ class SlurmBackend:
     # -- Holder ------------------------------------------------------------------------------------
 
     def hold(self, ref: ObjectRef) -> int:
-        line = self._checked(ref)
+        line = self._ours(ref, "hold")
         if line.state != "PENDING":
             raise Rejected(f"{self.name}: job {ref.id} is {line.state}; only a pending job is held")
         number = self._hold_number(decode_hold(line.eligible, line.submit))
@@ -481,7 +492,7 @@ class SlurmBackend:
         return number
 
     def release(self, ref: ObjectRef, hold: int) -> None:
-        line = self._checked(ref)
+        line = self._ours(ref, "release")
         carried = decode_hold(line.eligible, line.submit) if line.state == "PENDING" else None
         if carried is None:
             raise Conflict(f"{self.name}: job {ref.id} carries no hold (asked to release {hold})")
@@ -515,7 +526,7 @@ class SlurmBackend:
     def requeue(self, ref: ObjectRef) -> None:
         """Two steps: ``Requeue=1``, then ``scontrol requeue``; a failure between them leaves
         the job requeueable but not requeued, and is OutcomeUnknown."""
-        line = self._checked(ref)
+        line = self._ours(ref, "requeue")
         if line.state in ("PENDING", "SPECIAL_EXIT"):
             raise Rejected(f"{self.name}: job {ref.id} is pending; only a started job is requeued")
         if line.state in _ENDED:

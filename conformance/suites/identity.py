@@ -59,6 +59,7 @@ from dispatch_core import (
     Holder,
     JobID,
     JobSpec,
+    NotFound,
     ObjectRef,
     Observation,
     OutcomeUnknown,
@@ -212,6 +213,40 @@ def foreign_look_alikes(ctx: Context, kind: LookAlike) -> None:
             now == before[native_id],
             f"stopping the job's own object changed the foreign object {native_id} ({form}) "
             f"from {before[native_id]} to {now}",
+        )
+    for native_id, form in foreign.items():
+        if native_id in after:
+            never_acted_on(ctx, after[native_id], form)
+
+
+def never_acted_on(ctx: Context, shown: Observation, form: str) -> None:
+    """A hold or requeue through the ref find gave the foreign object ``shown`` is refused
+    (Rejected, or NotFound: DESIGN §4, a foreign object is never acted on), and leaves it as
+    it was."""
+    ref = shown.ref
+    writes: list[tuple[str, Callable[[], object]]] = []
+    holder, requeuer = as_holder(ctx), as_requeuer(ctx)
+    if holder is not None and ctx.declared(Capability.HOLD) is Tristate.YES:
+        writes.append(("hold", lambda: holder.hold(ref)))
+    if requeuer is not None:
+        writes.append(("requeue", lambda: requeuer.requeue(ref)))
+    for name, write in writes:
+        what = f"{name}({ref.id}) of the foreign object ({form}), through the ref find gave it"
+        try:
+            write()
+        except (Rejected, NotFound):
+            pass
+        except Exception as error:  # another answer, or an adapter's bug: the check says which
+            ctx.fail(f"{what} raised {type(error).__name__} ({error}), not Rejected nor NotFound")
+        else:
+            ctx.fail(f"{what} returned: a foreign object is never acted on")
+        try:
+            now = visible(ctx.backend.open(ref))
+        except NotFound:
+            continue  # gone meanwhile: nothing was done to it that open could show
+        ctx.expect(
+            now == visible(shown),
+            f"{what} changed it from {visible(shown)} to {now}",
         )
 
 

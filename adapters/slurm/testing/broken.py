@@ -242,6 +242,15 @@ class HoldNumberFromZero(SlurmBackend):
         return (number + 1) % (HoldBound - 1) if number == current else number
 
 
+class ActsOnForeignJobs(SlurmBackend):
+    """hold, release and requeue check the ref's identity but not whose the job is: a job with
+    the job's name whose comment does not parse (or that has none), reported foreign by find,
+    is held and requeued through the ref find gave it."""
+
+    def _ours(self, ref: ObjectRef, what: str) -> JobLine:
+        return self._checked(ref)
+
+
 class HoldTrustsTheUpdate(SlurmBackend):
     """hold and release take ``scontrol update``'s exit 0 for the hold placed or dropped, and
     read nothing back: a hold the scheduler acknowledged and ignored is claimed."""
@@ -484,6 +493,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-016",),
     ),
     Broken(
+        "acts_on_foreign_jobs",
+        ActsOnForeignJobs.__doc__ or "",
+        ActsOnForeignJobs,
+        only=("IDENT-004", "IDENT-017", "IDENT-023"),
+    ),
+    Broken(
         "hold_trusts_the_update",
         HoldTrustsTheUpdate.__doc__ or "",
         HoldTrustsTheUpdate,
@@ -555,6 +570,7 @@ submitted_requeueable = _factory("submitted_requeueable")
 trusts_the_sbatch_id = _factory("trusts_the_sbatch_id")
 hold_number_per_second = _factory("hold_number_per_second")
 hold_number_from_zero = _factory("hold_number_from_zero")
+acts_on_foreign_jobs = _factory("acts_on_foreign_jobs")
 hold_trusts_the_update = _factory("hold_trusts_the_update")
 requeue_trusts_the_reply = _factory("requeue_trusts_the_reply")
 update_failure_unknown = _factory("update_failure_unknown")
