@@ -270,6 +270,11 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     assert "wall time: 2000 s (33.3 min), a full run; budget 30 min on 2 cores: OVER" in text
     assert "a full run; budget 30 min on 2 cores: within" in render(report, wall_seconds=600.0)
     assert "3 of 10 mutants tested; budget 30 min on 2 cores: -" in render(report, 2000.0, 3)
+    # COMMAND 2 is not run, but in no goal area: a run from nothing tested all it had to
+    assert (
+        "a run from nothing of every goal-area mutant to test (9 tested); budget 30 min on 2 "
+        "cores: OVER"
+    ) in render(report, 2000.0, 9, from_nothing=True)
     # 83 worker seconds recorded, on 2 children
     assert "from the recorded test runs: about 1 min" in text
     assert "about 1 min (worker seconds / 2 children" in text

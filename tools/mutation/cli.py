@@ -525,7 +525,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for m in report.mutants
             if m.status != NOT_CHECKED
         )
-    figures = render(report, wall, tested, args.max_children)
+    from_nothing = all(status == NOT_CHECKED for status, _ in before.values())
+    figures = render(report, wall, tested, args.max_children, from_nothing)
     print(tested_by())
     print(figures)
     goal_first = report.survivors(goal_only=True)

@@ -466,9 +466,11 @@ def render(
     wall_seconds: float | None = None,
     tested: int | None = None,
     children: int = 2,
+    from_nothing: bool = False,
 ) -> str:
     """The figures as text: per module, per goal area, the goal areas together, the wall time
-    against its budget."""
+    against its budget (a run that ``tested`` every mutant, or ``from_nothing`` every one of
+    the goal areas left to test, is judged against it)."""
     lines = [
         "per module (no check: reached by no check; odd: mutmut's suspicious; kill rate: killed "
         "or timed out, of the mutants made less the equivalent and allowed ones, the text-only "
@@ -522,8 +524,22 @@ def render(
         )
     budget = f"budget {BUDGET_SECONDS // 60} min on 2 cores"
     if wall_seconds is not None:
+        left = sum(
+            1
+            for m in report.mutants
+            if m.area is not None
+            and m.status == NOT_CHECKED
+            and m.name not in report.texts
+            and m.name not in report.equivalent_of
+        )
         full = tested is None or tested >= report.total.made
-        what = "a full run" if full else f"{tested} of {report.total.made} mutants tested"
+        if full:
+            what = "a full run"
+        elif from_nothing and not left:
+            what = f"a run from nothing of every goal-area mutant to test ({tested} tested)"
+            full = True
+        else:
+            what = f"{tested} of {report.total.made} mutants tested"
         verdict = ("within" if wall_seconds <= BUDGET_SECONDS else "OVER") if full else "-"
         lines.append(
             f"wall time: {wall_seconds:.0f} s ({wall_seconds / 60:.1f} min), {what}; "
