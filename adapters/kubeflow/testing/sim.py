@@ -104,6 +104,10 @@ COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
 EXECUTION: Final = "dispatch/execution"
 HOLD: Final = "dispatch/hold"
 CONTAINER: Final = "node"
+NAMED_AS_IMPLIED: Final = frozenset({LookAlike.NEAR_IDENTITY, LookAlike.UNPARSABLE_IDENTITY})
+"""The look-alikes named as their labels imply when their submission is valid."""
+LOOK_ALIKE_SUBMISSIONS: Final = 900
+"""Their submissions start here: numbers no check starts."""
 LET_RUN_BOUND: Final = 600
 """Virtual seconds let_run waits for the object's pods to run (a readmission, a pull)."""
 SETTLE_BOUND: Final = 1800
@@ -1080,11 +1084,19 @@ class SimFaults(FaultInjector):
             raise CannotInject(COMMA_LIST_REASON)
         form = look_alike(job_id, kind, variant)
         labels = {JOB_LABEL: form.job, **dict(form.extra_labels)}
-        if form.submission is not None:
-            labels[SUBMISSION_LABEL] = form.submission
+        serial = next(self.cluster.serial)
+        submission = form.submission
+        name = f"dj-{str(job_id).lower()}-la{serial}"
+        if kind in NAMED_AS_IMPLIED and submission == "1":
+            # The name its labels imply (a submission nobody started), so that only the field
+            # under test tells it from the job's: a name of its own alone makes it foreign, and
+            # would hide a parser lenient on the attempt or the execution.
+            submission = str(LOOK_ALIKE_SUBMISSIONS + serial)
+            name = f"dj-{str(job_id).lower()}-{submission}"
+        if submission is not None:
+            labels[SUBMISSION_LABEL] = submission
         annotations = {} if form.attempt is None else {ATTEMPT_ANNOTATION: form.attempt}
         namespace = OTHER_NAMESPACE if form.other_namespace else NAMESPACE
-        name = f"dj-{str(job_id).lower()}-la{next(self.cluster.serial)}"
         body = dispatch_trainjob(name, labels, annotations, suspend=True, execution=form.execution)
         with self.sim.lock:
             self.sim.create(TRAINJOBS, body, namespace)
