@@ -104,6 +104,11 @@ def discovery_name(ctx: Context) -> None:
     )
     ctx.expect(not mine.foreign, "find reported the job's own started object as foreign")
     ctx.expect(
+        not mine.restart_count,
+        f"find reported restart count {mine.restart_count} for the object just started: a "
+        "count above zero says the scheduler requeued it (seed 001)",
+    )
+    ctx.expect(
         (mine.submission, mine.attempt) == (2, 1),
         f"find reported submission {mine.submission} and attempt {mine.attempt} for the object "
         "started as submission 2 of attempt 1",
