@@ -1306,7 +1306,9 @@ def requeue_of_a_held_requeued_object(ctx: Context) -> None:
     needs=Needs(interfaces=(Requeuer,)),
 )
 def requeue_of_a_queued_object(ctx: Context) -> None:
-    """A requeue of an object still queued, never started, is Rejected and changes nothing."""
+    """A requeue of an object still queued, never started, is Rejected and changes nothing.
+
+    Where the adapter holds, so is a requeue of a held object: it stays held, by its hold."""
     requeuer = as_requeuer(ctx)
     if requeuer is None:  # declared in needs: the runner skipped the check already
         raise Skip("adapter implements no Requeuer")
@@ -1314,7 +1316,26 @@ def requeue_of_a_queued_object(ctx: Context) -> None:
     before = look(ctx, ref, "before the requeue of the queued object")
     if before.state is not State.QUEUED:
         raise Skip(f"the scheduler started the object at once ({visible(before)})")
-    what = f"requeue({ref.id}) of the queued object"
+    refused_requeue(ctx, requeuer, ref, before, "queued")
+    holder = as_holder(ctx)
+    if holder is None or ctx.declared(Capability.HOLD) is not Tristate.YES:
+        return
+    held_ref = ctx.start(ctx.plan(long_spec(ctx)))
+    try:
+        holder.hold(held_ref)
+    except DispatchError:
+        return  # the scheduler started it first: HOLD-006's answer, no verdict here
+    held_now = look(ctx, held_ref, "before the requeue of the held object")
+    if held_now.state is State.HELD:
+        refused_requeue(ctx, requeuer, held_ref, held_now, "held")
+
+
+def refused_requeue(
+    ctx: Context, requeuer: Requeuer, ref: ObjectRef, before: Observation, how: str
+) -> None:
+    """``requeue(ref)`` of the object ``how`` (queued or held, as ``before`` shows it) raises
+    Rejected and leaves it as it was."""
+    what = f"requeue({ref.id}) of the {how} object"
     try:
         requeuer.requeue(ref)
     except Rejected:
@@ -1322,7 +1343,7 @@ def requeue_of_a_queued_object(ctx: Context) -> None:
     except DispatchError as error:
         raise CheckFailed(
             f"{what} raised {type(error).__name__} ({error}), not Rejected: only a started "
-            "object is requeued, and the adapter can see this one is queued"
+            f"object is requeued, and the adapter can see this one is {how}"
         ) from None
     else:
         ctx.fail(f"{what} returned instead of raising Rejected: only a started object is requeued")
