@@ -178,6 +178,7 @@ def advance_to_residue(
 CLOCK_HOLD_EDGES: Final[tuple[tuple[int, str], ...]] = (
     (HoldBound - 2, "its largest hold number, 999999"),
     (0, "its smallest hold number, 1, where the numbering wraps"),
+    (HoldBound - 3, "its next-to-largest hold number, 999998, which another must step over"),
 )
 """For an adapter that numbers holds from its clock, as ``(milliseconds + the instance's count
 of holds) % (HoldBound - 1) + 1`` (both built-in ones): the residues of the clock's

@@ -241,12 +241,12 @@ def test_hold_edge_moves_the_clock_to_the_edges_of_the_hold_numbering() -> None:
     harness = kubeflow_sim()
     backend, _ = started(harness)
     faults = harness.faults(backend)
-    assert faults.hold_edges() == 2
+    assert faults.hold_edges() == 3
     numbers = []
-    for variant in range(2):
+    for variant in range(3):
         faults.hold_edge(variant)
         numbers.append(HoldNumbers(backend.clock).next(None))
-    assert numbers == [HoldBound - 1, 1]
+    assert numbers == [HoldBound - 1, 1, HoldBound - 2]
     harness.end("test")
 
 
