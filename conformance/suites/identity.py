@@ -631,30 +631,37 @@ def start_is_idempotent(ctx: Context) -> None:
     needs=Needs(faults=(Fault.LOSE_NEXT_REPLY,)),
 )
 def lost_start_reply(ctx: Context) -> None:
-    """A start whose reply was lost, started again, leaves one object for that submission."""
+    """A start whose reply was lost, started again, leaves one object for that submission.
+
+    The job's submission 1 runs already: the lost start is submission 2's, whose answer (and
+    the second start's) is submission 2's object, never the earlier one."""
     # The reply is lost in every form the harness makes (a timeout; a failure saying the
     # scheduler could not be reached; a success cut off), then the command times out before
     # its effect (when the harness can): each on a job of its own.
     for form in ReplyLoss:
         plan = ctx.plan()
+        earlier = ctx.start(plan, submission=1, attempt=1)
         try:
             ctx.faults.lose_next_reply("start", form)
         except CannotInject:
             if form is ReplyLoss.TIMEOUT:
                 raise
             continue  # this harness loses a reply as a timeout only
-        lost_start_reply_once(ctx, plan, f"lose_next_reply(start) as a {form.value}")
+        lost_start_reply_once(ctx, plan, earlier, f"lose_next_reply(start) as a {form.value}")
     if ctx.harness.lacks(Fault.FAIL_BEFORE_EFFECT) is None:
         plan = ctx.plan()
+        earlier = ctx.start(plan, submission=1, attempt=1)
         ctx.faults.fail_before_effect("start")
-        lost_start_reply_once(ctx, plan, "fail_before_effect(start)")
+        lost_start_reply_once(ctx, plan, earlier, "fail_before_effect(start)")
 
 
-def lost_start_reply_once(ctx: Context, plan: Plan, fault: str) -> None:
-    what = f"start of submission 1 with the fault {fault}"
+def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: str) -> None:
+    """Submission 2's start under ``fault``, then again: one object for it, not ``earlier``
+    (submission 1's)."""
+    what = f"start of submission 2 with the fault {fault}"
     lost: ObjectRef | None = None
     try:
-        lost = ctx.start(plan, submission=1, attempt=1)
+        lost = ctx.start(plan, submission=2, attempt=1)
     except OutcomeUnknown:
         pass
     except DispatchError as error:
@@ -663,20 +670,25 @@ def lost_start_reply_once(ctx: Context, plan: Plan, fault: str) -> None:
     if lost is None and fault.endswith(ReplyLoss.GARBLED.value):
         # The command said it succeeded: the object is there to be read back.
         seen = found(ctx, plan.job, f"after the {what} raised OutcomeUnknown")
-        own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 1)
+        own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 2)
         ctx.expect(
             not own,
             f"{what} raised OutcomeUnknown, yet its command said it succeeded and find shows "
-            f"submission 1's object {own}",
+            f"submission 2's object {own}",
         )
-    ref = call(ctx, f"start again after the {what}", lambda: ctx.start(plan, 1, 1))
+    ref = call(ctx, f"start again after the {what}", lambda: ctx.start(plan, 2, 1))
+    for answer, said in ((lost, what), (ref, f"start again after the {what}")):
+        ctx.expect(
+            answer is None or answer.id != earlier.id,
+            f"{said} returned {ref_text(earlier)}, submission 1's object, as submission 2's",
+        )
     if lost is not None:
         ctx.expect(
             ref == lost,
             f"start again made {ref_text(ref)} after the {what} returned {ref_text(lost)}",
         )
     seen = found(ctx, plan.job, f"after the {what} and the second start")
-    ids = sorted(i for i, o in seen.items() if not o.foreign)
+    ids = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 2)
     ctx.expect(
         ids == [ref.id], f"find returned objects {ids} for one submission started twice ({fault})"
     )
