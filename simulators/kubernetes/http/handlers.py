@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from simulators.kubernetes import errors, patch
 from simulators.kubernetes.controllers import kubelet
-from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.errors import ApiError, Cause
 from simulators.kubernetes.http import discovery, dryrun, leases, openapi, protobuf, tables
 from simulators.kubernetes.http import fields as served_fields
 from simulators.kubernetes.http.control import CONTROL
@@ -26,7 +26,7 @@ from simulators.kubernetes.http.routing import ResourceRoute, resource_route, se
 from simulators.kubernetes.http.watch import WatchStream
 from simulators.kubernetes.objects import JSON, meta
 from simulators.kubernetes.resources import PODS, ResourceType
-from simulators.kubernetes.selectors import FieldSelector, LabelSelector, SelectorError
+from simulators.kubernetes.selectors import FieldSelector, LabelSelector, SelectorError, go_quote
 from simulators.kubernetes.store import Propagation, Store, decode_body
 
 if TYPE_CHECKING:
@@ -180,6 +180,41 @@ def _int(query: dict[str, str], name: str) -> int | None:
         return int(text)
     except ValueError:
         raise errors.bad_request(f'invalid value "{text}" for {name}: not an integer') from None
+
+
+def check_type_meta(r: ResourceType, obj: JSON, body: bytes) -> None:
+    """A create's or update's ``kind`` and ``apiVersion`` as the API server judges them (v0.32).
+
+    A built-in kind's are defaulted from the URL when missing or empty (apimachinery
+    ``serializer/json/json.go`` Decode: ``gvkWithDefaults``). A custom resource is decoded into
+    an Unstructured, whose kind and apiVersion come from the body's own (case-sensitive) keys
+    alone (json.go:174-178): a missing or empty ``kind`` is 400 (``transformDecodeError``), a
+    missing ``apiVersion`` the 400 of a differing one (handlers/create.go:144, update.go:132),
+    and another ``kind`` is the CRD validator's 422 (apiextensions-apiserver
+    ``customresource/validator.go`` ValidateTypeMeta), named by the kind the body gave.
+    """
+    custom = not r.builtin
+    kind = obj.get("kind")
+    if custom and not (isinstance(kind, str) and kind):
+        head = body[:30]  # handlers/rest.go summarizeData(body, 30)
+        summary = head.decode("utf-8", "replace") if body.startswith(b"{") else head.hex()
+        summary += " ..." if len(body) > 30 else ""
+        raise errors.bad_request(
+            f"the object provided is unrecognized (must be of type {r.kind}): "
+            f"Object 'Kind' is missing in '{body.decode('utf-8', 'replace')}' ({summary})"
+        )
+    given = obj.get("apiVersion")
+    if (custom or given not in (None, "")) and given != r.api_version:
+        shown = "" if given is None else given
+        raise errors.bad_request(
+            f"the API version in the data ({shown}) does not match the expected API "
+            f"version ({r.api_version})"
+        )
+    if custom and kind != r.kind:
+        m = obj.get("metadata")
+        name = m.get("name") if isinstance(m, dict) else None
+        cause = Cause("kind", f"Invalid value: {go_quote(str(kind))}: must be {r.kind}")
+        raise errors.invalid(str(kind), r.group, name if isinstance(name, str) else "", [cause])
 
 
 def apply_patch(resource: ResourceType, current: JSON, content_type: str, body: bytes) -> JSON:
@@ -517,12 +552,7 @@ class Api:
         )
         if not isinstance(obj, dict):
             raise errors.bad_request("the body of the request is not a JSON object")
-        given = obj.get("apiVersion")
-        if given is not None and given != r.api_version:
-            raise errors.bad_request(
-                f"the API version in the data ({given}) does not match the expected API "
-                f"version ({r.api_version})"
-            )
+        check_type_meta(r, obj, req.body)
         return obj
 
     def _selectors(
