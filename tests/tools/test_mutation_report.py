@@ -485,6 +485,29 @@ def test_a_listed_equivalent_is_not_tested_and_counts_as_equivalent(
     assert (judged.goal.equivalent, judged.goal.not_checked) == (1, 1)
 
 
+def test_mutants_mutmut_makes_anew_during_a_run_are_tested_in_a_second_pass(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """mutmut makes the mutants of a changed function anew when it starts: the run that named
+    the old ones tests the new ones after it, once."""
+    from tools.mutation import cli
+    from tools.mutation.report import Mutant
+
+    def hold(i: int, status: str = NOT_CHECKED) -> Mutant:
+        name = f"adapters.slurm.backend.xǁSlurmBackendǁhold__mutmut_{i}"
+        return Mutant(name, "adapters.slurm.backend", "SlurmBackend.hold", status, BACKEND)
+
+    states = iter([[hold(4)], [hold(4, "killed"), hold(5), hold(6)]])
+    monkeypatch.setattr(cli, "load_mutants", lambda _dir, _sources: next(states))
+    monkeypatch.setattr(cli, "text_only", lambda _mutants: frozenset())
+    monkeypatch.setattr(cli, "listed_equivalents", lambda _mutants, _sources: frozenset())
+    ran: list[list[str]] = []
+    monkeypatch.setattr(cli, "run_mutmut", lambda _children, names: ran.append(list(names)) or 0)
+    assert cli.test_untested([BACKEND], 2, every=False, sample=None) == 0
+    assert ran == [[hold(4).name], [hold(5).name, hold(6).name]]
+    assert "2 mutants mutmut made anew" in capsys.readouterr().out
+
+
 def test_a_sample_of_none_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     from tools.mutation.cli import main
 

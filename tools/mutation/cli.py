@@ -325,30 +325,16 @@ def test_untested(
     """Have mutmut test the mutants that have no result yet: those of the goal areas (every
     one with ``every``), less those that change only text (their result would not count);
     with ``sample`` (size, seed), a seeded random sample of that many of them. mutmut makes
-    the mutants on its first run, so a run from nothing starts with :data:`SEED_PATTERN`.
-    mutmut's exit status."""
+    the mutants on its first run, so a run from nothing starts with :data:`SEED_PATTERN`; it
+    makes those of a function whose source changed anew when it starts, so they are tested in
+    a second pass. mutmut's exit status."""
     known = load_mutants(MUTANTS, sources)
     if not known:
         status = run_mutmut(max_children, [SEED_PATTERN])
         if status != 0:
             return status
         known = load_mutants(MUTANTS, sources)
-    texts = text_only(known)
-    names = [
-        m.name
-        for m in known
-        if m.status == NOT_CHECKED and m.name not in texts and (every or m.area is not None)
-    ]
-    skipped = sum(1 for m in known if m.status == NOT_CHECKED and m.name in texts)
-    if skipped:
-        print(f"{skipped} mutants change only text for people: not tested (they would not count)")
-    listed = listed_equivalents([m for m in known if m.name in names], sources)
-    if listed:
-        names = [n for n in names if n not in listed]
-        print(
-            f"{len(listed)} mutants are listed in {EQUIVALENTS.name}: not tested (they would not "
-            "count; --try tests one)"
-        )
+    names = to_test(known, sources, every, quiet=False)
     if not names:
         print("every mutant to test has a result" + ("" if every else " (--all tests the rest)"))
         return 0
@@ -359,8 +345,38 @@ def test_untested(
             f"sample: {size} of the {len(names)} mutants to test, drawn with seed {seed} "
             f"(replay: --sample {size} --sample-seed {seed}); the rest stay untested"
         )
-        names = [n for n in names if n in picked]
-    return run_mutmut(max_children, names)
+        return run_mutmut(max_children, [n for n in names if n in picked])
+    status = run_mutmut(max_children, names)
+    if status != 0:
+        return status
+    made = [n for n in to_test(load_mutants(MUTANTS, sources), sources, every) if n not in names]
+    if not made:
+        return 0
+    print(f"{len(made)} mutants mutmut made anew (their function changed): tested now")
+    return run_mutmut(max_children, made)
+
+
+def to_test(
+    known: Sequence[Mutant], sources: Sequence[str], every: bool, *, quiet: bool = True
+) -> list[str]:
+    """The names of the mutants of ``known`` without a result that a run tests (see
+    :func:`test_untested`); unless ``quiet``, says how many it leaves out and why."""
+    texts = text_only(known)
+    names = [
+        m.name
+        for m in known
+        if m.status == NOT_CHECKED and m.name not in texts and (every or m.area is not None)
+    ]
+    skipped = sum(1 for m in known if m.status == NOT_CHECKED and m.name in texts)
+    listed = listed_equivalents([m for m in known if m.name in names], sources)
+    if not quiet and skipped:
+        print(f"{skipped} mutants change only text for people: not tested (they would not count)")
+    if not quiet and listed:
+        print(
+            f"{len(listed)} mutants are listed in {EQUIVALENTS.name}: not tested (they would not "
+            "count; --try tests one)"
+        )
+    return [n for n in names if n not in listed]
 
 
 def listed_equivalents(mutants: Sequence[Mutant], sources: Sequence[str]) -> frozenset[str]:
