@@ -147,6 +147,13 @@ def internal(message: str) -> ApiError:
     return ApiError(500, "InternalError", f"Internal error occurred: {message}")
 
 
+def timeout(message: str) -> ApiError:
+    """The timeout filter's answer to a request its handler did not finish in time: 504, reason
+    Timeout (k8s.io/apiserver server/filters/timeout.go WithTimeoutForNonLongRunningRequests,
+    apimachinery errors.NewTimeoutError); the handler goes on, and its write may still land."""
+    return ApiError(504, "Timeout", f"Timeout: {message}", {})
+
+
 def route_not_found() -> ApiError:
     return ApiError(404, "NotFound", "the server could not find the requested resource")
 

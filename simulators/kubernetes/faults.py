@@ -54,7 +54,7 @@ class FaultError(ValueError):
 class Armed:
     """A one-shot API fault waiting for the next request that matches it."""
 
-    kind: Literal["refuse", "lose_reply"]
+    kind: Literal["refuse", "lose_reply", "time_out"]
     verb: str | None = None
     resource: str | None = None
     name: str | None = None
@@ -125,6 +125,16 @@ class Faults:
         self._check(verb)
         with self.sim.lock:
             self._state.armed.append(Armed("lose_reply", verb, resource, name))
+
+    def time_out_after_effect(
+        self, verb: str | None = None, resource: str | None = None, name: str | None = None
+    ) -> None:
+        """The next matching request applies, and the client gets the timeout filter's 504
+        (``Timeout: request did not complete within the allotted timeout``): the write landed
+        though the answer says the request did not complete."""
+        self._check(verb)
+        with self.sim.lock:
+            self._state.armed.append(Armed("time_out", verb, resource, name, 504))
 
     def cut_watches(self) -> None:
         """Every open watch stream ends now."""

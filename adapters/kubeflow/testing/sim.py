@@ -853,9 +853,10 @@ class SimFaults(FaultInjector):
     # -- the calls -----------------------------------------------------------------------------
 
     def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
-        """The next write of ``operation`` is applied and the server closes the connection
-        unanswered: the client sees it drop (a timeout and a failure after the request went out
-        look the same here); a garbled success cannot be had (a reply is JSON or nothing)."""
+        """The next write of ``operation`` is applied and its answer lost: as a timeout, the
+        server closes the connection unanswered; as a failure, the API server's timeout filter
+        answers 504 Timeout while the write goes on and lands. A garbled success cannot be had
+        (a reply is JSON or nothing)."""
         if form is ReplyLoss.GARBLED:
             raise CannotInject(
                 f"lose_next_reply({operation}, garbled) (the API server answers a JSON body or "
@@ -863,9 +864,12 @@ class SimFaults(FaultInjector):
             )
 
         def lose(request: Route) -> None:
-            self.sim.faults.lose_next_reply(
-                VERBS[request.method], request.plural, request.name or None
+            arm = (
+                self.sim.faults.time_out_after_effect
+                if form is ReplyLoss.FAILURE
+                else self.sim.faults.lose_next_reply
             )
+            arm(VERBS[request.method], request.plural, request.name or None)
 
         self._arm(f"lose_next_reply({operation})", operation, before=lose)
 

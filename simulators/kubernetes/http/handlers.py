@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 JSON_TYPE: Final = "application/json"
 TEXT_TYPE: Final = "text/plain; charset=utf-8"
 REFUSED: Final = "the simulator refused this request before it applied (fault refuse_next)"
+TIMED_OUT: Final = "request did not complete within the allotted timeout"
+"""The timeout filter's words (server/filters/timeout.go), for time_out_after_effect."""
 
 HEALTH_CHECKS: Final = ("ping", "log", "etcd")
 WRITES: Final = frozenset({"create", "update", "patch", "delete", "deletecollection"})
@@ -427,6 +429,8 @@ class Api:
             answer = self._apply(verb, req, route)
         if fault is not None and fault.kind == "lose_reply":
             return Reply(0, b"", None, lose=True)
+        if fault is not None and fault.kind == "time_out":
+            raise errors.timeout(TIMED_OUT)
         return answer
 
     def _apply(self, verb: str, req: Request, route: ResourceRoute) -> Reply | Streamed:

@@ -429,6 +429,18 @@ def test_refused_requests_do_not_apply_and_lost_replies_do(client: Client, sim: 
     assert fresh.getresponse().status == 200
 
 
+def test_a_timed_out_request_answers_504_and_its_write_lands(client: Client, sim: KubeSim) -> None:
+    """The timeout filter's 504 (server/filters/timeout.go): the handler goes on, so the write
+    lands though its answer says the request did not complete."""
+    sim.faults.time_out_after_effect("create", "configmaps")
+    code, status = client.json("POST", CM, cm("t"))
+    assert (code, status["reason"], status["details"]) == (504, "Timeout", {})
+    assert status["message"] == "Timeout: request did not complete within the allotted timeout"
+    assert client.json("GET", f"{CM}/t")[0] == 200
+    code, _ = client.json("POST", CM, cm("u"))
+    assert code == 201  # one request only
+
+
 def test_control_endpoints_and_cli_advance(server: Server, client: Client, sim: KubeSim) -> None:
     code, answer = client.json("POST", "/sim/v1/advance", {"seconds": 12.5})
     assert code == 200 and answer["now"] == sim.clock.now()
