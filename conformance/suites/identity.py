@@ -1069,8 +1069,17 @@ def stop_verifies_the_end(ctx: Context) -> None:
         # A stop while a requeue is under way (Slurm: COMPLETING) must still end the object,
         # wherever the requeue leaves it.
         requeued = ctx.start(ctx.plan(long_spec(ctx)))
-        run(ctx, requeued)
+        ran = run(ctx, requeued)
         ctx.faults.requeue_underneath(requeued, in_flight=True)
+        under_way = look(ctx, requeued, "while a requeue of it is under way")
+        if under_way.restart_count is not None and ran.restart_count is not None:
+            # seed 001: the restart count is what says the scheduler requeued it
+            ctx.expect(
+                under_way.restart_count > ran.restart_count,
+                f"open while the scheduler's requeue of {requeued.id} is under way showed "
+                f"{visible(under_way)}; running, it showed {visible(ran)}: the count does not "
+                "say it was requeued",
+            )
         what = f"stop({requeued.id}) while a requeue of it is under way"
         call(ctx, what, lambda: ctx.backend.stop(requeued))
         expect_ended(ctx, requeued, f"after the {what}")
