@@ -122,6 +122,9 @@ def test_every_check_passes_on_memory_slurm(check: Check) -> None:
     if check.id == "HOLD-014":  # its writes carry no version for another writer to move
         assert result.reason == "harness cannot inject race_next_write(hold, touched)"
         return
+    if check.id == "IDENT-061":  # likewise for the requeue's writes
+        assert result.reason == "harness cannot inject race_next_write(requeue, touched)"
+        return
     if check.id == "IDENT-059":  # the memory scheduler tears a finished run down at once
         assert result.reason.startswith("harness cannot inject stall_teardown (")
         return
@@ -161,6 +164,7 @@ def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
         "HOLD-005",
         "IDENT-056",  # the memory scheduler never reruns a failed object by itself
         "HOLD-014",  # the memory cluster's writes carry no version for another writer to move
+        "IDENT-061",  # likewise for the requeue's writes
         "IDENT-059",  # the memory scheduler tears a finished run down at once
         "HOLD-016",  # the memory adapter numbers holds by a per-object count, not the clock
     }
@@ -721,9 +725,9 @@ def test_every_check_catches_some_broken_adapter() -> None:
     caught = set().union(*(ids for _, _, ids in BROKEN))
     # what only Kubernetes shows, each caught by a broken Kubeflow adapter on kubeflow-sim
     # (tests/conformance/test_kubeflow_suites.py runs them): a scheduler that reruns by itself,
-    # a write that meets a newer version (409), a native id of two parts, a hold mark a later
-    # suspension reads again, a teardown that never completes
-    only_kubernetes = {"IDENT-056", "HOLD-014", "IDENT-057", "HOLD-015", "IDENT-059"}
+    # a write that meets a newer version (409, of a hold or a requeue), a native id of two
+    # parts, a hold mark a later suspension reads again, a teardown that never completes
+    only_kubernetes = {"IDENT-056", "HOLD-014", "IDENT-061", "IDENT-057", "HOLD-015", "IDENT-059"}
     caught |= only_kubernetes & set().union(*(b.only for b in KUBEFLOW_BROKEN))
     # what only a real adapter's two-step requeue gets wrong: a broken Slurm adapter on slurm-sim
     # (tests/conformance/test_kill_rate.py runs it)

@@ -635,6 +635,7 @@ CANNOT = {
         "self_restarts",
         "images",
         "race_next_write(hold, touched)",
+        "race_next_write(requeue, touched)",
         "stall_teardown",
     ),
     "slurm-sim-nocomment": (
@@ -642,6 +643,7 @@ CANNOT = {
         "self_restarts",
         "images",
         "race_next_write(hold, touched)",
+        "race_next_write(requeue, touched)",
         "stall_teardown",
     ),
 }

@@ -222,6 +222,7 @@ KUBE_SKIPS = (
     *(f"harness cannot inject {why}" for why in KUBE_REFUSED.values()),
     *(f"harness cannot inject {why}" for why in REFUSED.values()),
     "harness cannot inject race_next_write(hold, touched)",  # no versions to miss
+    "harness cannot inject race_next_write(requeue, touched)",
     "the harness's target has no native id reuse",
     "the harness's target has no history beyond the live view",
     "adapter declares",

@@ -362,7 +362,7 @@ class HoldsBesideTheCall(MemoryBackend):
 
     def hold(self, ref: ObjectRef) -> int:
         self.cluster.tick()
-        job = self._checked(ref)
+        job = self._ours(ref, "hold")
         if job.state is not State.QUEUED:
             raise Rejected(f"{self.name}: {ref.id} is {job.state.value}; only pending is held")
         self.cluster.timed_out("hold", job.native_id)
@@ -374,7 +374,7 @@ class HoldsBesideTheCall(MemoryBackend):
 
     def release(self, ref: ObjectRef, hold: int) -> None:
         self.cluster.tick()
-        job = self._checked(ref)
+        job = self._ours(ref, "release")
         carried = job.hold_number()
         if carried != hold:
             raise Conflict(f"{self.name}: {ref.id} carries hold {carried}, not {hold}")
