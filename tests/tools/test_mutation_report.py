@@ -308,6 +308,33 @@ def test_an_allowed_mutant_leaves_the_denominator_and_is_counted_apart(
     assert HOLD.format(2) not in [m.name for m in judged.survivors(goal_only=True)]
 
 
+GAP_HOLD_2 = """
+[[gap]]
+module = "adapters.slurm.backend"
+function = "SlurmBackend.hold"
+removed = "number = stamp % (HoldBound - 1) + 1"
+added = "number = stamp % (HoldBound - 1) - 1"
+reason = "the fixture's: no harness reaches that edge"
+"""
+
+
+def test_a_gap_entry_triages_a_survivor_and_leaves_it_counted(
+    report: Report, tmp_path: Path
+) -> None:
+    listed = tmp_path / "with-gap.toml"
+    listed.write_text(EQUIVALENTS + GAP_HOLD_2)
+    judged = Report(mutants=report.mutants, equivalents=load_equivalents(listed), diffs=DIFFS)
+    assert judged.goal.kill_rate == report.goal.kill_rate  # still a survivor
+    assert list(judged.gap_of) == [HOLD.format(2)]
+    assert HOLD.format(2) in [m.name for m in judged.survivors(goal_only=True)]
+    text = render(judged)
+    assert "survivors in the goal areas: 2, of which 1 triaged as gaps" in text
+    assert "and 1 not triaged" in text
+    assert "gap: the fixture's: no harness reaches that edge" in survivors_text(
+        judged, judged.survivors(goal_only=True)
+    )
+
+
 def test_a_unified_diff_gives_its_removed_and_added_lines() -> None:
     assert changed_lines(DIFF_HOLD_2) == (
         ("number = stamp % (HoldBound - 1) + 1",),

@@ -217,9 +217,12 @@ def changed_lines(diff: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 EQUIVALENT: Final = "equivalent"
 ALLOWED: Final = "allowed"
-KINDS: Final = (EQUIVALENT, ALLOWED)
+GAP: Final = "gap"
+KINDS: Final = (EQUIVALENT, ALLOWED, GAP)
 """The tables of equivalent.toml: ``[[equivalent]]`` (no caller can tell) and ``[[allowed]]``
-(a caller can, only where the contract allows both answers)."""
+(a caller can, only where the contract allows both answers), both left out of the
+denominators; ``[[gap]]`` (a survivor triaged: the gap of the harnesses that lets it live),
+still tested and still counted a survivor."""
 
 
 @dataclass(frozen=True)
@@ -355,6 +358,8 @@ class Report:
     goal: Figures = field(default_factory=Figures)
     total: Figures = field(default_factory=Figures)
     equivalent_of: dict[str, Equivalent] = field(default_factory=dict)
+    gap_of: dict[str, Equivalent] = field(default_factory=dict)
+    """The survivors a ``[[gap]]`` entry triages (still counted survivors)."""
     detected_but_listed: list[tuple[Equivalent, Mutant]] = field(default_factory=list)
     unmatched: list[Equivalent] = field(default_factory=list)
 
@@ -369,16 +374,15 @@ class Report:
                         match = i
                         break
             # untested: a listed equivalent is not run (its result would not count)
-            listed = match is not None and mutant.status in (
-                SURVIVED,
-                NO_TESTS,
-                SUSPICIOUS,
-                NOT_CHECKED,
-            )
+            unkilled = mutant.status in (SURVIVED, NO_TESTS, SUSPICIOUS, NOT_CHECKED)
+            gap = match is not None and self.equivalents[match].kind == GAP
+            listed = match is not None and unkilled and not gap
             if match is not None:
                 used.add(match)
                 if listed:
                     self.equivalent_of[mutant.name] = self.equivalents[match]
+                elif gap and unkilled:
+                    self.gap_of[mutant.name] = self.equivalents[match]
                 elif mutant.status in (KILLED, TIMEOUT):
                     self.detected_but_listed.append((self.equivalents[match], mutant))
             took = mutant.seconds
@@ -497,6 +501,13 @@ def render(
         f"answers, excluded from the denominators ({len(report.equivalents)} entries in "
         "equivalent.toml, each with its reason)"
     )
+    judged = report.survivors(goal_only=True)
+    gaps = sum(1 for m in judged if m.name in report.gap_of)
+    lines.append(
+        f"survivors in the goal areas: {len(judged)}, of which {gaps} triaged as gaps of the "
+        f"harnesses ([[gap]] in equivalent.toml, each with its reason: still counted "
+        f"survivors) and {len(judged) - gaps} not triaged"
+    )
     strict = report.goal.strict_kill_rate
     if report.goal.allowed and strict is not None:
         lines.append(
@@ -508,9 +519,15 @@ def render(
         "an observation's detail, a counter's label), listed apart in the survivors file"
     )
     for entry, mutant in report.detected_but_listed:
+        if entry.kind == GAP:
+            lines.append(
+                f"warning: {mutant.name} is listed as a gap ({entry.reason}) but was "
+                f"{mutant.status}: a check answers it now; drop its entry"
+            )
+            continue
         lines.append(
-            f"warning: {mutant.name} is listed as equivalent ({entry.reason}) but was "
-            f"{mutant.status}: it is not equivalent, and is counted as {mutant.status}"
+            f"warning: {mutant.name} is listed as {entry.kind} ({entry.reason}) but was "
+            f"{mutant.status}: it is not {entry.kind}, and is counted as {mutant.status}"
         )
     for entry in report.unmatched:
         lines.append(
@@ -567,4 +584,6 @@ def survivors_text(report: Report, mutants: Iterable[Mutant]) -> str:
         removed, added = report.diffs.get(m.name, ((), ()))
         out.append(f"{m.module}  {m.function}  [{m.area or '-'}]  {m.status}  {m.name}")
         out += [f"    - {line}" for line in removed] + [f"    + {line}" for line in added]
+        if m.name in report.gap_of:
+            out.append(f"    gap: {report.gap_of[m.name].reason}")
     return "\n".join(out) + ("\n" if out else "")
