@@ -263,7 +263,7 @@ def test_the_text_gives_each_figure_next_to_its_goal(report: Report) -> None:
     [together] = [line for line in lines if line.startswith("goal areas together")]
     assert "60.0%" in together
     assert "equivalent: 1 mutants no caller can tell from the original, and allowed: 0" in text
-    assert "(3 entries in equivalent.toml" in text
+    assert "(3 [[equivalent]] and [[allowed]] entries in equivalent.toml" in text
     assert "counting the" not in text  # no mutant is listed as allowed
     assert f"warning: {LATEST.format(1)} is listed as equivalent" in text
     assert "matches no mutant" in text

@@ -495,11 +495,12 @@ def render(
     lines.append(_row("goal areas together", report.goal, _against_goal(report.goal)))
     lines.append("")
     allowed = sum(1 for e in report.equivalent_of.values() if e.kind == ALLOWED)
+    listed = sum(1 for e in report.equivalents if e.kind != GAP)
     lines.append(
         f"equivalent: {len(report.equivalent_of) - allowed} mutants no caller can tell from the "
         f"original, and allowed: {allowed} that differ only where the contract allows both "
-        f"answers, excluded from the denominators ({len(report.equivalents)} entries in "
-        "equivalent.toml, each with its reason)"
+        f"answers, excluded from the denominators ({listed} [[equivalent]] and [[allowed]] "
+        "entries in equivalent.toml, each with its reason)"
     )
     judged = report.survivors(goal_only=True)
     gaps = sum(1 for m in judged if m.name in report.gap_of)
