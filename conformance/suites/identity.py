@@ -1286,13 +1286,20 @@ def requeue_cut_between_steps(ctx: Context) -> None:
     # gone, no new execution prepared), and nothing was assumed: the next requeue, whose calls
     # answer, completes it, and the object is requeued once in all.
     call(ctx, f"requeue({ref.id}) again, after the cut one", lambda: requeuer.requeue(ref))
+    requeued_once(ctx, ref, before, "after the cut requeue and the next")
+
+
+def requeued_once(ctx: Context, ref: ObjectRef, before: Observation, after: str) -> None:
+    """Two requeue calls of which the first did not complete (``after`` says how) requeued the
+    object once in all: back in the queue with a restart count one above ``before``'s (or
+    unknown), and it runs again."""
     seen = back_in_queue(ctx, ref)
     ctx.expect(
         seen.restart_count is None or seen.restart_count == (before.restart_count or 0) + 1,
-        f"after the cut requeue and the next, open shows {visible(seen)} (before: "
-        f"{visible(before)}): requeued once, not {seen.restart_count}",
+        f"{after}, open shows {visible(seen)} (before: {visible(before)}): requeued once, not "
+        f"{seen.restart_count}",
     )
-    runs_again(ctx, ref, "after the cut requeue and the next")
+    runs_again(ctx, ref, after)
 
 
 @check(
@@ -1405,13 +1412,7 @@ def requeue_whose_old_run_never_goes(ctx: Context) -> None:
     if not returned:
         again = f"requeue({ref.id}) again, once the teardown completed"
         call(ctx, again, lambda: requeuer.requeue(ref))
-    seen = back_in_queue(ctx, ref)
-    ctx.expect(
-        seen.restart_count is None or seen.restart_count == (before.restart_count or 0) + 1,
-        f"after the stalled requeue and the next, open shows {visible(seen)} (before: "
-        f"{visible(before)}): requeued once, not {seen.restart_count}",
-    )
-    runs_again(ctx, ref, "after the stalled requeue and the next")
+    requeued_once(ctx, ref, before, "after the stalled requeue and the next")
 
 
 def stalled_requeue(

@@ -206,7 +206,7 @@ class RequeueConflictGivesUp(KubeflowBackend):
             if failure.status == 409:
                 raise OutcomeUnknown(f"{self.name}: the {what} of {ref.id}: {failure}") from None
         except LostReply:
-            pass
+            pass  # as the adapter does: the re-read and judged write below decide
         return super()._update(ref, self._read(ref), change, landed, judge, what)
 
 
