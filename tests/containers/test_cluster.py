@@ -225,12 +225,18 @@ def test_an_interrupted_conformance_run_removes_its_cluster(tmp_path: Path) -> N
     client.close()
 
 
-def test_the_node_loss_scenario_agrees_with_the_simulator(cluster: SlurmCluster) -> None:
-    """The differential: ``node-loss`` recorded on the containers, replayed on the simulator,
-    every difference explained (``DISPATCH_FIDELITY_RECORD=DIR`` keeps the recording there,
-    as tests/fixtures/slurm-real/node-loss.comment.json was made)."""
+def test_the_node_loss_scenario_keeps_slurm_s_guarantees_on_both_sides(
+    cluster: SlurmCluster,
+) -> None:
+    """The differential: ``node-loss`` run on the containers and replayed on the simulator, each
+    judged on what Slurm guarantees (the order of states, the outcome both share, and each
+    moment within a window of the cluster's own configuration: tools/fidelity/guarantees.py),
+    not on text whose timing is the cluster's business. ``DISPATCH_FIDELITY_RECORD=DIR``
+    keeps the recording there, as tests/fixtures/slurm-real/node-loss.comment.json was made;
+    that fixture's text is held to the simulator by tests/simulators/test_fidelity_golden.py."""
     import tools.fidelity as fid
     from tools.fidelity.containers import ClusterSlurm
+    from tools.fidelity.guarantees import Windows, judge
 
     target = ClusterSlurm(cluster)
     try:
@@ -240,9 +246,18 @@ def test_the_node_loss_scenario_agrees_with_the_simulator(cluster: SlurmCluster)
     keep = os.environ.get("DISPATCH_FIDELITY_RECORD")
     if keep:
         fid.fixture_path(Path(keep), real.scenario, real.mode).write_text(real.dumps())
-    outcome = fid.Outcome(
-        real.scenario, real.mode, len(real.steps), fid.compare(real, fid.replay_on_sim(real)),
-        wall=real.wall,
-    )  # fmt: skip
-    print(f"\nnode-loss recorded in {real.wall:.1f} s, {len(outcome.differences)} differences")
-    assert outcome.unexplained == [], fid.report([outcome])
+    sim = fid.replay_on_sim(real)
+    texts = fid.compare(real, sim)
+    print(
+        f"\nnode-loss recorded in {real.wall:.1f} s; windows: "
+        f"{Windows.of(real.cluster).describe()}; {len(texts)} text differences "
+        f"({sum(not d.explained for d in texts)} not explained by KNOWN_DIFFERENCES)"
+    )
+    breaches = judge(real, sim)
+    assert breaches == [], (
+        "\n".join(map(str, breaches))
+        + "\n"
+        + fid.report(
+            [fid.Outcome(real.scenario, real.mode, len(real.steps), texts, wall=real.wall)]
+        )
+    )

@@ -53,6 +53,10 @@ class ClusterInfo:
     alloc_node: str | None = None
     pending_mem: str | None = None
     sched_interval: int = 60
+    slurmd_timeout: int = 300
+    message_timeout: int = 10
+    """These two (Slurm's defaults here) set a window of :mod:`tools.fidelity.guarantees`; the
+    simulator does not model them."""
 
     @property
     def mode(self) -> str:
@@ -175,6 +179,8 @@ class ClusterInfo:
             kill_wait=number("KillWait", 30),
             version=config.get("SLURM_VERSION", "22.05.8"),
             sched_interval=int(interval.group(1)) if interval else 60,
+            slurmd_timeout=number("SlurmdTimeout", 300),
+            message_timeout=number("MessageTimeout", 10),
         )
 
 

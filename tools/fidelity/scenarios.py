@@ -443,12 +443,12 @@ def _node_loss(info: ClusterInfo) -> list[Step]:
         run("squeue", "-h", "-j", "{A},{B}", "-o", "%i|%j|%T|%N"),
         lose_node(node),
         bring_back(node),
-        wait_state("A", "NODE_FAIL", 30),
+        wait_state("A", ("NODE_FAIL", GONE), 30),  # purged MinJobAge s after its end, or later
         run("squeue", "-h", "-t", "all", "-j", "{A},{B}", "-o", "%i|%j|%T|%r"),
         run("scontrol", "show", "job", "-o", "{A}"),
         wait_state("B", "RUNNING", 60),
         run("scontrol", "show", "job", "-o", "{B}"),
-        run("sacct", "-X", "-P", "-j", "{A}", "-o", "JobID,JobName,State,ExitCode"),
+        run("sacct", "-X", "-P", "-j", "{A}", "-o", "JobID,JobName,State,ExitCode,End"),
         run("sacct", "-X", "-D", "-P", "-j", "{B}", "-o", "JobID,JobName,State,ExitCode"),
         run("scancel", "{B}"),
     ]
