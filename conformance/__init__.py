@@ -15,6 +15,7 @@ from conformance.checks import (
     Outcome,
     Result,
     Skip,
+    SkippedFor,
     check,
     checks,
     run_check,
@@ -34,16 +35,20 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
+    Race,
     ReplyLoss,
     Signalled,
     look_alike_need,
+    race_need,
 )
 from conformance.plugin import suite_for
+from conformance.profiles import PROFILES, Profile, ProfileResult, judge_profiles
 from conformance.tiers import Tier
 
 __all__ = [
     "NEAR_DECIMALS",
     "OPERATIONS",
+    "PROFILES",
     "STALL_BOUND",
     "CannotInject",
     "Check",
@@ -61,14 +66,20 @@ __all__ = [
     "Needs",
     "Outcome",
     "Probe",
+    "Profile",
+    "ProfileResult",
+    "Race",
     "ReplyLoss",
     "Result",
     "Signalled",
     "Skip",
+    "SkippedFor",
     "Tier",
     "check",
     "checks",
+    "judge_profiles",
     "look_alike_need",
+    "race_need",
     "run_check",
     "suite_for",
 ]

@@ -115,6 +115,16 @@ class Needs:
         """The needs a harness answers (faults, then probes)."""
         return [*self.faults, *(p.value for p in self.probes)]
 
+    def names(self) -> list[str]:
+        """Every need, each as one word: capabilities, interfaces, the harness's needs, then
+        identity-model flags."""
+        return [
+            *(c.value for c in self.capabilities),
+            *(i.__name__ for i in self.interfaces),
+            *self.harness_needs(),
+            *(f"identity.{flag}" for flag in self.identity),
+        ]
+
     def as_dict(self) -> dict[str, list[str]]:
         return {
             "capabilities": [c.value for c in self.capabilities],
@@ -262,8 +272,35 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+class SkippedFor(StrEnum):
+    """Why a check did not run, which decides whether its profile is covered
+    (:mod:`conformance.profiles`)."""
+
+    ADAPTER = "adapter"
+    """The adapter declares the capability ``no`` or implements no such interface: the rule
+    does not apply to it (not a gap in coverage)."""
+    TARGET = "target"
+    """The harness's target cannot show it (its identity model: ids never reused, ...): the
+    rule does not apply there (not a gap)."""
+    HARNESS = "harness"
+    """The harness lacks a power the check needs (``lacking`` lists every one): a gap."""
+    CIRCUMSTANCE = "circumstance"
+    """The scheduler did what kept the check from judging (it started the object before a
+    hold could land): a gap in this run."""
+    EXPECTED_FAILURE = "expected-failure"
+    """A strict expected failure that failed as expected: a known gap."""
+
+
 class Skip(Exception):
-    """The check does not apply: the adapter declares no, or the harness cannot inject."""
+    """The check does not apply (``ADAPTER``: the adapter declares no; ``TARGET``), or could
+    not be judged this time (``CIRCUMSTANCE``, with what happened)."""
+
+    def __init__(
+        self, reason: str, kind: SkippedFor = SkippedFor.ADAPTER, lacking: Sequence[str] = ()
+    ) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.lacking = tuple(lacking)
 
 
 class CheckFailed(AssertionError):
@@ -277,6 +314,9 @@ class HarnessCrash:
 
     call: str
     error: BaseException
+    refs: tuple[ObjectRef, ...] = ()
+    """The refs the call was given: where one is an adapter's wrong answer, the failure is
+    the adapter's (:func:`wrong_answer`)."""
 
     @property
     def location(self) -> str:
@@ -316,6 +356,7 @@ def _short_path(filename: str) -> str:
 
 _A_HARNESS_MAY_RAISE = (Skip, CannotInject, HarnessUnavailable, CheckFailed)
 _HARNESS_CALL = "_dispatch_harness_call"
+_HARNESS_REFS = "_dispatch_harness_refs"
 
 
 def harness_crash(error: BaseException | None) -> HarnessCrash | None:
@@ -330,7 +371,8 @@ def harness_crash(error: BaseException | None) -> HarnessCrash | None:
         seen.add(id(current))
         call = getattr(current, _HARNESS_CALL, None)
         if isinstance(call, str):
-            return HarnessCrash(call, current)
+            refs = getattr(current, _HARNESS_REFS, ())
+            return HarnessCrash(call, current, tuple(r for r in refs if isinstance(r, ObjectRef)))
         if isinstance(current, BaseExceptionGroup):
             pending += reversed(current.exceptions)
         pending += [current.__context__, current.__cause__]
@@ -356,6 +398,7 @@ class GuardedHarness(Harness[Backend]):
         if identity is not None:
             self.identity = identity
         self.offers = inner.offers
+        self.impossible = inner.impossible
         self.schedule_within = inner.schedule_within
         self.stateful_examples = inner.stateful_examples
         self.stateful_steps = inner.stateful_steps
@@ -367,7 +410,9 @@ class GuardedHarness(Harness[Backend]):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def guard(self, call: str, action: Callable[[], T]) -> T:
+    def guard(self, call: str, action: Callable[[], T], refs: Iterable[object] = ()) -> T:
+        """``action()``; what it raises (but the kit's own exceptions) is marked with ``call``
+        and the refs it was given (``refs``: its arguments; the refs among them are kept)."""
         try:
             return action()
         except _A_HARNESS_MAY_RAISE:
@@ -376,6 +421,7 @@ class GuardedHarness(Harness[Backend]):
             if not hasattr(error, _HARNESS_CALL):  # the innermost call is the one to name
                 with contextlib.suppress(AttributeError, TypeError):
                     setattr(error, _HARNESS_CALL, call)
+                    setattr(error, _HARNESS_REFS, [r for r in refs if isinstance(r, ObjectRef)])
             raise
 
     def lacks(self, need: str) -> str | None:
@@ -410,10 +456,10 @@ class GuardedHarness(Harness[Backend]):
         return cast(FaultInjector, _Guarded(inner, self, "faults()"))
 
     def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
-        return self.guard("executions()", lambda: self.inner.executions(backend, ref))
+        return self.guard("executions()", lambda: self.inner.executions(backend, ref), [ref])
 
     def images(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[str]]:
-        return self.guard("images()", lambda: self.inner.images(backend, ref))
+        return self.guard("images()", lambda: self.inner.images(backend, ref), [ref])
 
     def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
         return self.guard(
@@ -424,7 +470,7 @@ class GuardedHarness(Harness[Backend]):
         return self.guard("self_restarting_spec()", lambda: self.inner.self_restarting_spec(spec))
 
     def signals(self, backend: Backend, ref: ObjectRef) -> Signalled:
-        return self.guard("signals()", lambda: self.inner.signals(backend, ref))
+        return self.guard("signals()", lambda: self.inner.signals(backend, ref), [ref])
 
     def inventory(self, backend: Backend) -> Sequence[str]:
         return self.guard("inventory()", lambda: self.inner.inventory(backend))
@@ -448,7 +494,9 @@ class _Guarded:
             return value
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._harness.guard(f"{self._via}.{name}()", lambda: value(*args, **kwargs))
+            return self._harness.guard(
+                f"{self._via}.{name}()", lambda: value(*args, **kwargs), [*args, *kwargs.values()]
+            )
 
         return call
 
@@ -465,6 +513,9 @@ class Context:
         self.rng = random.Random(f"{seed}:{check.id}")
         self._backend: Backend | None = None
         self._cleanups: list[tuple[str, Callable[[], object]]] = []
+        self.started: dict[ObjectRef, list[tuple[JobID, int, int]]] = {}
+        """Each ref :meth:`start` got from the adapter, with each job, submission and attempt
+        it was the answer to."""
 
     @property
     def identity(self) -> IdentityModel:
@@ -549,6 +600,10 @@ class Context:
         plan = plan or self.plan()
         backend = self.backend
         ref = backend.start(plan, submission, attempt)
+        if isinstance(ref, ObjectRef):
+            asked = self.started.setdefault(ref, [])
+            if (plan.job, submission, attempt) not in asked:
+                asked.append((plan.job, submission, attempt))
         self.track(f"stop({ref.id}) of {ref.uid}", lambda: backend.stop(ref))
         return ref
 
@@ -606,16 +661,24 @@ class Context:
 
     def meet_needs(self) -> None:
         """Skip unless the backend meets the check's capability and interface needs (it is
-        made here when the check needs either)."""
+        made here when the check needs either); the skip names every one it does not meet."""
         needs = self.check.needs
-        for capability in needs.capabilities:
-            self.require(capability)
+        unmet: list[str] = []
+        if needs.capabilities:
+            answers = self.backend.capabilities(None)
+            for capability in needs.capabilities:
+                support = answers.get(capability, Support())
+                if support.value is not Tristate.YES:
+                    reason = f": {support.reason}" if support.reason else ""
+                    unmet.append(f"adapter declares {capability} {support.value}{reason}")
         for interface in needs.interfaces:
             if not isinstance(self.backend, interface):
-                raise Skip(
+                unmet.append(
                     f"adapter implements no {interface.__name__} "
                     f"({type(self.backend).__name__} is not one)"
                 )
+        if unmet:
+            raise Skip("; ".join(unmet))
 
     def cleanup(self) -> list[str]:
         """Undo everything tracked, last first; each undo that raised, said on one line (a
@@ -645,6 +708,10 @@ class Result:
     adapter: str = field(default="")
     """What the adapter did, when the adapter failed the check: the text of the reason's
     ``adapter:`` line (and the lines it continues on), '' for any other outcome."""
+    skipped_for: str = field(default="")
+    """A :class:`SkippedFor` value for a skipped check, '' for any other outcome."""
+    lacking: tuple[str, ...] = field(default=())
+    """For a check skipped for the harness, every need it lacked."""
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -660,6 +727,9 @@ class Result:
             "seed": self.seed,
             "replay": self.replay,
             "adapter": self.adapter,
+            "needs": self.check.needs.names(),
+            "skipped_for": self.skipped_for,
+            "lacking": list(self.lacking),
         }
 
 
@@ -678,10 +748,17 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
     guarded = harness if isinstance(harness, GuardedHarness) else GuardedHarness(harness)
     replay = replay_command(harness.name, check.id, seed)
 
+    skipped_for = SkippedFor.ADAPTER
+    lacking: tuple[str, ...] = ()
+
     def result(outcome: Outcome, reason: str, did: str = "") -> Result:
         elapsed = time.perf_counter() - started
         adapter = did if outcome is Outcome.FAILED else ""
-        return Result(check, harness.name, outcome, reason, elapsed, seed, replay, adapter)
+        skipped = skipped_for.value if outcome is Outcome.SKIPPED else ""
+        missing = tuple(lacking) if outcome is Outcome.SKIPPED else ()
+        return Result(
+            check, harness.name, outcome, reason, elapsed, seed, replay, adapter, skipped, missing
+        )
 
     if not isinstance(getattr(harness, "identity", None), IdentityModel):
         return result(
@@ -692,17 +769,20 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
         )
     unmet = check.needs.unmet_identity(harness.identity)
     if unmet:
+        skipped_for = SkippedFor.TARGET
         return result(Outcome.SKIPPED, unmet)
     try:
-        for need in check.needs.harness_needs():
-            lacking = guarded.lacks(need)
-            if lacking:
-                return result(Outcome.SKIPPED, lacking)
+        lacks = {need: guarded.lacks(need) for need in check.needs.harness_needs()}
     except (Exception, SystemExit) as error:
         asked = HarnessCrash(getattr(error, _HARNESS_CALL, "lacks()"), error)
         return result(Outcome.ERROR, _harness_error(check, asked, replay))
+    if any(lacks.values()):
+        lacking = tuple(n for n, why in lacks.items() if why)
+        skipped_for = _skipped_for(lacking, harness)
+        return result(Outcome.SKIPPED, "; ".join(why for why in lacks.values() if why))
     ctx = Context(guarded, check, seed)
     crash: HarnessCrash | None = None
+    wrong: str | None = None
     leftovers: list[str] = []
     did = ""  # what the adapter did, when it failed the check
     try:
@@ -714,9 +794,11 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
         check.func(ctx)
         outcome, reason = Outcome.PASSED, ""
     except Skip as skip:
-        outcome, reason = Outcome.SKIPPED, str(skip)
+        outcome, reason, skipped_for, lacking = Outcome.SKIPPED, str(skip), skip.kind, skip.lacking
     except CannotInject as missing:
         outcome, reason = Outcome.SKIPPED, str(missing)
+        lacking = (missing.fault,)
+        skipped_for = _skipped_for(lacking, harness)
     except CheckFailed as failure:
         # A failure raised while handling the harness's exception (a stateful program turns
         # every exception into one) is the harness's error.
@@ -735,6 +817,7 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
         did = f"crashed: {type(error).__name__}: {error}\n  {''.join(place).strip()}"
         outcome, reason = Outcome.FAILED, _failure(check, did, replay)
     finally:
+        wrong = wrong_answer(ctx, crash) if crash is not None else None
         leftovers = ctx.cleanup()
         try:
             guarded.end(check.id)
@@ -742,11 +825,16 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
             said = one_line(f"{type(error).__name__}: {error}")
             leftovers.append(f"the harness's end({check.id}) raised {said} (at {where(error)})")
     xfail = check.xfail(harness.name)
+    if crash is not None and wrong is not None:
+        # The harness failed on what the adapter handed it: the adapter's failure.
+        did = f"{wrong}; the harness then failed on that object: {crash} (at {crash.location})"
+        outcome, reason, crash = Outcome.FAILED, _failure(check, did, replay), None
     if crash is not None:
         outcome, reason = Outcome.ERROR, _harness_error(check, crash, replay)
     elif xfail is not None:
         if outcome is Outcome.FAILED:
             outcome, reason = Outcome.SKIPPED, f"expected failure: {xfail}"
+            skipped_for = SkippedFor.EXPECTED_FAILURE
         elif outcome is Outcome.PASSED:
             outcome = Outcome.FAILED
             did = f"passed, but it is a strict expected failure ({xfail})"
@@ -764,6 +852,43 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
                 f"  replay: {replay}"
             )
     return result(outcome, reason, did)
+
+
+def wrong_answer(ctx: Context, crash: HarnessCrash) -> str | None:
+    """What was wrong with an adapter's answer that a harness call failed on, or None when
+    none of the refs the call was given is a wrong answer: a ref :meth:`Context.start` got as
+    the answer to two submissions, or that the adapter's own ``open`` shows as another
+    submission or attempt than the one asked for, or foreign."""
+    for ref in crash.refs:
+        asked = ctx.started.get(ref, [])
+        if len(asked) > 1:
+            whose = " and ".join(f"submission {n}, attempt {a}" for _, n, a in asked)
+            return f"start returned the same object {ref.id} ({ref.uid}) for {whose}"
+        if not asked:
+            continue
+        [(job, submission, attempt)] = asked
+        said = f"start(job {job}, submission {submission}, attempt {attempt}) returned {ref.id}"
+        try:
+            seen = ctx.backend.open(ref)
+        except Exception:  # gone, or the adapter's crash: not the question here
+            continue
+        if seen.foreign:
+            return f"{said}, which its own open shows as a foreign object"
+        if seen.submission not in (None, submission) or seen.attempt not in (None, attempt):
+            return (
+                f"{said}, which its own open shows as submission {seen.submission}, attempt "
+                f"{seen.attempt} ({seen.state.value}): another submission's object"
+            )
+    return None
+
+
+def _skipped_for(lacking: Sequence[str], harness: Harness[Any]) -> SkippedFor:
+    """``TARGET`` when every need lacking is one the harness's target cannot have by its
+    nature (:attr:`Harness.impossible`), else ``HARNESS``: a gap in coverage."""
+    impossible: frozenset[str] = getattr(harness, "impossible", frozenset())
+    if lacking and all(need in impossible for need in lacking):
+        return SkippedFor.TARGET
+    return SkippedFor.HARNESS
 
 
 def _harness_error(check: Check, crash: HarnessCrash, replay: str) -> str:

@@ -31,13 +31,25 @@ from conformance.checks import (
     Result,
     SelectionError,
     Skip,
+    checks,
     select,
     where,
 )
-from conformance.harness import CannotInject, HarnessUnavailable
+from conformance.harness import CannotInject, HarnessUnavailable, IdentityModel
 from conformance.harnesses import GROUP, registered
 from conformance.parallel import HarnessRun, run_side_by_side
+from conformance.profiles import (
+    PROFILES,
+    REQUIRE_ALL,
+    coverage_line,
+    judge_profiles,
+    profile_named,
+    profile_of,
+    unmet,
+    verdict_line,
+)
 from conformance.reports import (
+    MATRIX_NAME,
     MATRIX_REPORTS,
     PREFLIGHT_REPORTS,
     RUN_REPORTS,
@@ -48,6 +60,7 @@ from conformance.reports import (
     matrix_markdown,
     needs_markdown,
     prepare_report_dir,
+    verdict,
     write_matrix,
     write_preflight,
     write_reports,
@@ -77,7 +90,8 @@ EXIT_PIPE = 141
 
 EXIT_STATUSES = f"""exit status:
   {EXIT_PASSED}    every check passed, or was skipped with its reason
-  {EXIT_FAILED}    a check failed: the adapter broke a rule (matrix, preflight: the adapter's
+  {EXIT_FAILED}    a check failed: the adapter broke a rule, or a profile --require names was not
+       passed whole on a harness (matrix, preflight: the adapter's
        answers or probes raised, or a cluster required under CI=true is missing)
   {EXIT_USAGE}    bad usage or input: an unknown option or a bad value, a harness that cannot be
        loaded or declares no identity model, a --check that selects nothing, a
@@ -243,6 +257,7 @@ def command_run(args: argparse.Namespace) -> int:
         tier=args.tier,
         selection=list(args.check),
         identities={h.label: h.identity() for h in loaded},
+        required=list(dict.fromkeys(args.require)),
     )
     width = max(len(c.id) for c in selected)
     shards = min(args.shards, len(selected))
@@ -274,14 +289,28 @@ def command_run(args: argparse.Namespace) -> int:
         say(f"harness errors: {', '.join(f'{r.harness}::{r.check.id}' for r in errors)}")
     if written is not None:
         say(f"reports: {', '.join(str(p) for p in written)}")
-    say(closing_line(results))
+    if args.print_matrix and written is not None:
+        say()
+        say((directory / MATRIX_NAME).read_text().rstrip())
+        say()
     erred = {r.harness for r in errors}
     for answer in answers:
         if answer.blame == "harness" and answer.label not in erred:  # else said with the checks
             complain(f"{answer.label}: {answer.note}")
+    judged = judge_profiles(results, answers, [c.id for c in checks(args.tier)])
+    missing = unmet(judged, info.required)
+    say("coverage:")
+    for label, profiles in judged.items():
+        say(f"  {coverage_line(label, profiles)}")
+    for label, found, name in missing:
+        said = found.words() if found is not None else f"{name}: no check of it ran"
+        say(f"required profile not passed: {label}: {said}")
+    say(closing_line(results))
     harness_failed = errors or not closed or any(a.blame == "harness" for a in answers)
+    outcome = verdict(results, answers, info.required, tier=args.tier)
+    say(verdict_line(outcome, judged, missing))
     return max(
-        EXIT_FAILED if failed else EXIT_PASSED,
+        EXIT_FAILED if failed or missing else EXIT_PASSED,
         EXIT_USAGE if written is None else EXIT_PASSED,
         EXIT_HARNESS if harness_failed else EXIT_PASSED,
     )
@@ -330,6 +359,76 @@ def command_harnesses(args: argparse.Namespace) -> int:
     for name, target in found:
         say(f"{name:<{width}}  {target}")
     return 0
+
+
+# -- needs -------------------------------------------------------------------------------------
+
+
+def harness_needs(loaded: Loaded, selected: Sequence[Check]) -> dict[str, Any]:
+    """What ``loaded`` offers of the needs ``selected`` declare, what its target cannot have
+    (``Harness.impossible``), and for each need it lacks, the checks it would unlock (a check
+    that lacks several is unlocked by all of them together), with their profiles. Asks only
+    ``lacks()``, which makes nothing on the target."""
+    harness = loaded.harness
+    impossible: frozenset[str] = getattr(harness, "impossible", frozenset())
+    model = getattr(harness, "identity", None)
+    declared = sorted({n for c in selected for n in c.needs.harness_needs()})
+    said = {need: harness.lacks(need) for need in declared}
+    lacking: dict[str, list[dict[str, Any]]] = {}
+    for check in selected:
+        unmet_identity = (
+            check.needs.unmet_identity(model) if isinstance(model, IdentityModel) else None
+        )
+        missing = [n for n in check.needs.harness_needs() if said[n] is not None]
+        if unmet_identity or not missing or any(n in impossible for n in missing):
+            continue
+        for need in missing:
+            lacking.setdefault(need, []).append(
+                {
+                    "id": check.id,
+                    "profile": profile_of(check.id).name,
+                    "together_with": [n for n in missing if n != need],
+                }
+            )
+    ordered = sorted(lacking.items(), key=lambda item: (-len(item[1]), item[0]))
+    return {
+        "harness": loaded.label,
+        "offers": [n for n in declared if said[n] is None],
+        "impossible": [n for n in declared if n in impossible],
+        "lacks": [{"need": n, "why": said[n], "unlocks": found} for n, found in ordered],
+    }
+
+
+def command_needs(args: argparse.Namespace) -> int:
+    selected = _selected(args.tier, [])
+    try:
+        loaded = load_all(args.harness)
+    except HarnessError as error:
+        raise UsageError(str(error)) from None
+    try:
+        documents = [harness_needs(one, selected) for one in loaded]
+    finally:
+        closed = _closed(loaded)
+    if args.json:
+        say(json.dumps(documents, indent=2))
+        return 0 if closed else EXIT_HARNESS
+    for document in documents:
+        say(f"{document['harness']} ({args.tier} tier)")
+        offers, impossible, lacks = document["offers"], document["impossible"], document["lacks"]
+        say(f"  offers: {', '.join(offers) or 'nothing a check needs'}")
+        if impossible:
+            say(f"  its target cannot have (Harness.impossible): {', '.join(impossible)}")
+        if not lacks:
+            say("  lacks nothing a check of this tier needs")
+        for entry in lacks:
+            unlocks = entry["unlocks"]
+            say(f"  lacks {entry['need']}: {len(unlocks)} check{'s' if len(unlocks) != 1 else ''}")
+            for one in unlocks:
+                also = one["together_with"]
+                more = f" (with {', '.join(also)})" if also else ""
+                say(f"    {one['id']:<10} {one['profile']}{more}")
+        say()
+    return 0 if closed else EXIT_HARNESS
 
 
 # -- matrix ------------------------------------------------------------------------------------
@@ -537,6 +636,15 @@ def _harness_option(parser: argparse.ArgumentParser, *, required: bool, repeat: 
     )
 
 
+def _profile(text: str) -> str:
+    if text == REQUIRE_ALL:
+        return text
+    try:
+        return profile_named(text).name
+    except KeyError as error:
+        raise argparse.ArgumentTypeError(str(error.args[0])) from None
+
+
 def _report_dir_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--report-dir",
@@ -559,8 +667,11 @@ def parser() -> argparse.ArgumentParser:
         help="run the checks against one or more harnesses",
         description="Run the conformance checks against each harness, printing each check as "
         "it ends, each failure with its reason, and the closing line 'N passed, N failed, N "
-        "skipped'. Writes report.json, junit.xml and matrix.md to the report directory (checked "
-        "before any check runs). Exit status 1 when any check fails, 3 when a harness errs.",
+        "skipped', then what the run covered per harness and profile (core, extended/...: "
+        "passed, partial with the checks not run and what they lacked, failed, not applicable) "
+        "and, last, the verdict in words. Writes report.json, junit.xml and matrix.md to the "
+        "report directory (checked before any check runs). Exit status 1 when any check fails "
+        "or a --require profile is not passed whole, 3 when a harness errs.",
     )
     _harness_option(run, required=True, repeat=True)
     _report_dir_option(run, "report.json, junit.xml and matrix.md")
@@ -600,7 +711,43 @@ def parser() -> argparse.ArgumentParser:
         metavar="ID",
         help="only this check id or id prefix, e.g. IDENT- (any case; repeatable)",
     )
+    run.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        type=_profile,
+        metavar="PROFILE",
+        help="fail the run (exit status 1) unless every harness passes this profile whole: "
+        f"{', '.join(p.name for p in PROFILES)} (the part after extended/ will do), or "
+        f"{REQUIRE_ALL} for every profile that applies to the adapter; repeatable. A partial "
+        "profile (checks not run for a power the harness lacks) is not passed",
+    )
+    run.add_argument(
+        "--print-matrix",
+        action="store_true",
+        help="print matrix.md before the coverage and the verdict, which stay the last lines",
+    )
     run.set_defaults(handler=command_run)
+
+    needs = commands.add_parser(
+        "needs",
+        help="what a harness offers, and the checks each power it lacks would unlock",
+        description="An author's to-do list: for each harness, the faults and probes it offers "
+        "of those the checks need, those its target cannot have by its nature "
+        "(Harness.impossible), and for each it lacks, the checks (with their profiles) it "
+        "would unlock, most first; a check lacking several is unlocked by all of them. Asks "
+        "the harness only lacks(): nothing is made on its target.",
+    )
+    _harness_option(needs, required=True, repeat=True)
+    needs.add_argument(
+        "--tier",
+        type=_tier,
+        choices=TIERS,
+        default="standard",
+        help="the checks of this tier (default standard)",
+    )
+    needs.add_argument("--json", action="store_true", help="print it as JSON")
+    needs.set_defaults(handler=command_needs)
 
     listing = commands.add_parser(
         "list",

@@ -200,6 +200,7 @@ class Fault(StrEnum):
     LOSE_NODE = "lose_node"
     LOSE_NEXT_REPLY = "lose_next_reply"
     FAIL_BEFORE_EFFECT = "fail_before_effect"
+    FAIL_EVERY_TRY = "fail_every_try"
     VANISH_BEFORE_READ_BACK = "vanish_before_read_back"
     IGNORE_NEXT_STOP = "ignore_next_stop"
     IGNORE_NEXT_WRITE = "ignore_next_write"
@@ -299,9 +300,29 @@ def look_alike_need(kind: LookAlike) -> str:
     return f"look_alike:{kind.value}"
 
 
+def race_need(race: Race) -> str:
+    """The need a check declares for :meth:`FaultInjector.race_next_write` with ``race``
+    (``race_next_write`` alone is the need for the races a scheduler without write
+    preconditions can make: starts, ends, vanishes)."""
+    return f"{Fault.RACE_NEXT_WRITE.value}:{race.value}"
+
+
+def reply_loss_need(form: ReplyLoss) -> str:
+    """The need a check declares for :meth:`FaultInjector.lose_next_reply` in ``form``
+    (``lose_next_reply`` alone for the timeout, which every harness that loses replies makes)."""
+    if form is ReplyLoss.TIMEOUT:
+        return Fault.LOSE_NEXT_REPLY.value
+    return f"{Fault.LOSE_NEXT_REPLY.value}:{form.value}"
+
+
 def fault_needs() -> list[str]:
     """Every fault need a check may declare, in a stable order."""
-    return [f.value for f in Fault] + [look_alike_need(k) for k in LookAlike]
+    return (
+        [f.value for f in Fault]
+        + [look_alike_need(k) for k in LookAlike]
+        + [race_need(Race.TOUCHED)]
+        + [reply_loss_need(form) for form in (ReplyLoss.FAILURE, ReplyLoss.GARBLED)]
+    )
 
 
 class FaultInjector:
@@ -606,6 +627,13 @@ class Harness(ABC, Generic[B]):
     offers: frozenset[str] = frozenset()
     """The faults (:class:`Fault` values, ``look_alike:<kind>``) and probes (:class:`Probe`
     values) this harness provides; :meth:`lacks` answers from it."""
+    impossible: frozenset[str] = frozenset()
+    """The needs its target cannot have by its nature, whoever wrote the harness (Slurm hands
+    out every native id itself, so nobody can recreate an object under one; its writes carry
+    no precondition another writer could break): a check needing one does not apply there, and
+    its skip is no gap in the verdict's coverage (:mod:`conformance.profiles`). Needs the
+    harness merely does not offer are not listed here. A fault the target has in one form only
+    is listed as :class:`CannotInject` names the form it lacks (``requeue_underneath(held)``)."""
     schedule_within: float = 30.0
     """Seconds (on the harness clock) within which the scheduler starts a queued, eligible
     object when it has room: how long a check watches a held object to see it does not."""
@@ -739,4 +767,6 @@ __all__ = [
     "advance_to_residue",
     "fault_needs",
     "look_alike_need",
+    "race_need",
+    "reply_loss_need",
 ]

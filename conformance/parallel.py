@@ -25,9 +25,9 @@ from typing import Final, cast
 from conformance.checks import Check, Outcome, Result, one_line
 from conformance.runner import Answers, Loaded, capability_answers
 
-Row = tuple[str, str, str, float, int, str, str]
+Row = tuple[str, str, str, float, int, str, str, str, tuple[str, ...]]
 """A result as it crosses the process boundary: id, outcome, reason, duration, seed, replay,
-adapter."""
+adapter, skipped_for, lacking."""
 
 _WORK: tuple[Sequence[Loaded], Sequence[Check], int] | None = None
 """What the forked workers inherit: the loaded harnesses, the selected checks, the seed."""
@@ -67,8 +67,9 @@ def _run_harness(index: int, shard: int, shards: int) -> ShardReport:
         for check in selected[shard::shards]:
             r = loaded.run(check, seed)
             rows.append(
-                (check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter)
-            )
+                (check.id, r.outcome.value, r.reason, r.duration, r.seed, r.replay, r.adapter,
+                 r.skipped_for, r.lacking)
+            )  # fmt: skip
         if shard == 0:
             answers = capability_answers(loaded)
         took = time.perf_counter() - started
@@ -90,9 +91,10 @@ def _stop(signum: int, frame: object) -> None:
 
 def _rebuilt(loaded: Loaded, rows: list[Row], by_id: dict[str, Check]) -> list[Result]:
     return [
-        Result(by_id[id_], loaded.label, Outcome(outcome), reason, duration, seed, replay, adapter)
-        for id_, outcome, reason, duration, seed, replay, adapter in rows
-    ]
+        Result(by_id[id_], loaded.label, Outcome(outcome), reason, duration, seed, replay, adapter,
+               skipped_for, lacking)
+        for id_, outcome, reason, duration, seed, replay, adapter, skipped_for, lacking in rows
+    ]  # fmt: skip
 
 
 def _ended_early(loaded: Loaded, selected: Sequence[Check], seed: int, why: str) -> HarnessRun:

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
     from conformance.checks import Check, Result
     from conformance.harness import Harness
-    from conformance.runner import Loaded
+    from conformance.runner import Answers, Loaded
 
 ENTRY_POINT = "dispatch_conformance"
 RESULT_ATTRIBUTE = "dispatch_result"
@@ -112,6 +112,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="ID",
         help="run only this check id or id prefix, e.g. IDENT- (repeatable)",
     )
+    group.addoption(
+        "--dispatch-require",
+        action="append",
+        default=[],
+        metavar="PROFILE",
+        help="fail the session unless every harness passes this profile whole (core, "
+        "extended/holds or holds, ...; all: every profile that applies; repeatable): a "
+        "partial profile, with checks not run for a power the harness lacks, is not passed",
+    )
 
 
 def pytest_plugin_registered(plugin: object, plugin_name: str, manager: Any) -> None:
@@ -135,11 +144,18 @@ def pytest_configure(config: pytest.Config) -> None:
     if not specs:
         return
     from conformance.checks import SelectionError, select
+    from conformance.profiles import REQUIRE_ALL, profile_named
     from conformance.reports import RUN_REPORTS, ReportDirError, prepare_report_dir
     from conformance.runner import HarnessError, load_all
 
     tier: str = config.getoption("dispatch_tier")
     selection: list[str] = config.getoption("dispatch_check") or []
+    required: list[str] = []
+    for name in config.getoption("dispatch_require") or []:
+        try:
+            required.append(name if name == REQUIRE_ALL else profile_named(name).name)
+        except KeyError as error:
+            raise pytest.UsageError(f"--dispatch-require: {error.args[0]}") from None
     report_dir: str | None = config.getoption("dispatch_report_dir")
     worker = hasattr(config, "workerinput")
     try:
@@ -158,6 +174,7 @@ def pytest_configure(config: pytest.Config) -> None:
         report_dir=report_dir,
         only_checks=config.args_source is not pytest.Config.ArgsSource.ARGS,
         worker=worker,
+        required=list(dict.fromkeys(required)),
     )
     config.stash[_RUN] = run
     config.pluginmanager.register(run, RUN_PLUGIN)
@@ -188,9 +205,12 @@ class ConformanceRun:
     report_dir: str | None
     only_checks: bool
     worker: bool
+    required: list[str] = field(default_factory=list)
     results: list[dict[str, object]] = field(default_factory=list)
     written: list[Path] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    coverage: list[str] = field(default_factory=list)
+    """The coverage lines and the verdict line, said in the summary."""
 
     def pytest_report_header(self) -> list[str]:
         labels = ", ".join(h.label for h in self.loaded)
@@ -243,16 +263,37 @@ class ConformanceRun:
         from conformance.runner import close_all
 
         try:
-            if self.report_dir is not None and not self.worker:
-                self._write_reports()
+            if not self.worker:
+                self._judge()
         finally:
             self.problems += close_all(self.loaded)
         if self.problems and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-    def _write_reports(self) -> None:
-        from conformance.reports import RunInfo, write_reports
+    def _judge(self) -> None:
+        """The profiles each harness covered (a required one not passed whole is a problem
+        of the session), then the reports."""
+        from conformance.profiles import coverage_line, judge_profiles, unmet, verdict_line
+        from conformance.reports import verdict
         from conformance.runner import capability_answers
+
+        answers = [capability_answers(h) for h in self.loaded]
+        self.problems += [f"{a.label}: {a.note}" for a in answers if a.blame == "harness"]
+        from conformance.checks import checks
+
+        judged = judge_profiles(self.results, answers, [c.id for c in checks(self.tier)])
+        missing = unmet(judged, self.required)
+        self.coverage = [coverage_line(label, profiles) for label, profiles in judged.items()]
+        for label, found, name in missing:
+            said = found.words() if found is not None else f"{name}: no check of it ran"
+            self.problems.append(f"required profile not passed: {label}: {said}")
+        outcome = verdict(self.results, answers, self.required, self.tier)
+        self.coverage.append(verdict_line(outcome, judged, missing))
+        if self.report_dir is not None:
+            self._write_reports(answers)
+
+    def _write_reports(self, answers: list[Answers]) -> None:
+        from conformance.reports import RunInfo, write_reports
 
         assert self.report_dir is not None
         info = RunInfo(
@@ -262,9 +303,8 @@ class ConformanceRun:
             tier=self.tier,
             selection=self.selection,
             identities={h.label: h.identity() for h in self.loaded},
+            required=self.required,
         )
-        answers = [capability_answers(h) for h in self.loaded]
-        self.problems += [f"{a.label}: {a.note}" for a in answers if a.blame == "harness"]
         try:
             self.written = write_reports(self.report_dir, self.results, answers, info)
         except OSError as error:
@@ -284,6 +324,8 @@ class ConformanceRun:
         for problem in self.problems:
             terminalreporter.write_line(f"error: {problem}", red=True)
         terminalreporter.write_line(closing_line(self.results))
+        for line in self.coverage:
+            terminalreporter.write_line(line)
 
 
 _RUN = pytest.StashKey[ConformanceRun]()

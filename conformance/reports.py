@@ -43,6 +43,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from conformance.checks import Check, Result, checks, one_line
+from conformance.profiles import ProfileResult, judge_profiles, lacked, unmet
 from conformance.runner import Answers
 from dispatch_core import Capability, Support, Tristate, capabilities
 from dispatch_core.files import write_atomic
@@ -54,9 +55,11 @@ MATRIX_JSON = "matrix.json"
 PREFLIGHT_JSON = "preflight.json"
 PREFLIGHT_MD = "preflight.md"
 OUTCOMES = ("passed", "failed", "skipped", "error")
-SCHEMA_VERSION = 2
-"""The version of report.json's layout. 2: ``schema_version``, ``verdict``, ``failures`` and
-each result's ``adapter`` added (1 is the unversioned layout before them)."""
+SCHEMA_VERSION = 3
+"""The version of report.json's layout. 3: each harness entry's ``profiles``, ``required``,
+a verdict ``failed`` for a required profile not passed, each result's ``needs``,
+``skipped_for`` and ``lacking``. 2: ``schema_version``, ``verdict``, ``failures`` and each
+result's ``adapter`` added (1 is the unversioned layout before them)."""
 VERDICTS = ("passed", "failed", "error")
 
 Row = Mapping[str, object]
@@ -76,16 +79,29 @@ def totals(results: Iterable[Result | Row]) -> dict[str, int]:
     return counts
 
 
-def verdict(results: Iterable[Result | Row], answers: Sequence[Answers] = ()) -> str:
+def verdict(
+    results: Iterable[Result | Row],
+    answers: Sequence[Answers] = (),
+    required: Sequence[str] = (),
+    tier: str | None = None,
+) -> str:
     """The run's verdict, one of :data:`VERDICTS`: ``error`` when the harness erred anywhere (a
     check's outcome is ``error``, or a harness raised making the backend its capability
     answers come from), else ``failed`` when any check failed (a strict expected failure
-    that passed is a failed check), else ``passed`` (skipped checks, expected failures that
-    failed as expected, and no checks at all included). As the CLI's exit status: 3, 1, 0."""
-    outcomes = {str(row.get("outcome", "")) for row in rows(results)}
+    that passed is a failed check) or a profile ``required`` names is not passed whole on a
+    harness (:func:`~conformance.profiles.unmet`), else ``passed`` (skipped checks, expected
+    failures that failed as expected, and no checks at all included); ``tier`` names the run's
+    tier, whose checks a profile is judged on. As the CLI's exit status: 3, 1, 0."""
+    listed = rows(results)
+    outcomes = {str(row.get("outcome", "")) for row in listed}
     if "error" in outcomes or any(a.blame == "harness" for a in answers):
         return "error"
-    return "failed" if "failed" in outcomes else "passed"
+    if "failed" in outcomes:
+        return "failed"
+    if not required:
+        return "passed"
+    judged = judge_profiles(listed, answers, [c.id for c in checks(tier)] if tier else ())
+    return "failed" if unmet(judged, required) else "passed"
 
 
 def closing_line(results: Iterable[Result | Row]) -> str:
@@ -161,12 +177,18 @@ class RunInfo:
     started: str = field(default_factory=now)
     finished: str = ""
     identities: Mapping[str, Mapping[str, object] | None] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    """The profiles ``--require`` names (``all``: every one that applies)."""
+    profiles: Mapping[str, Sequence[ProfileResult]] = field(default_factory=dict)
+    """Each harness's profile results (:func:`~conformance.profiles.judge_profiles`), set by
+    :func:`report_json`."""
 
     def _harness(self, label: str, spec: str) -> dict[str, object]:
         entry: dict[str, object] = {"label": label, "spec": spec}
         identity = self.identities.get(label)
         if identity is not None:
             entry["identity"] = dict(identity)
+        entry["profiles"] = [p.as_dict() for p in self.profiles.get(label, ())]
         return entry
 
     def as_dict(self) -> dict[str, object]:
@@ -180,6 +202,7 @@ class RunInfo:
             "seed": self.seed,
             "tier": self.tier,
             "checks": list(self.selection),
+            "required": list(self.required),
             "harnesses": [self._harness(label, spec) for label, spec in self.harnesses],
         }
 
@@ -257,6 +280,7 @@ def matrix_markdown(
     answers: Sequence[Answers],
     results: Iterable[Result | Row] = (),
     title: str = "Capability matrix",
+    judged: Mapping[str, Sequence[ProfileResult]] | None = None,
 ) -> str:
     """Harness by capability, each cell ``value (source)`` with a note number; the notes table
     below gives each reason (identical reasons share a note). With ``results``, a last row
@@ -303,6 +327,7 @@ def matrix_markdown(
         out += ["", "| note | reason |", "|---|---|"]
         out += [f"| [{number}] | {reason} |" for reason, number in notes.items()]
     if listed:
+        out += profiles_markdown(judged if judged is not None else judge_profiles(listed, answers))
         out += [
             "",
             "## Declared yes: verified by",
@@ -319,6 +344,46 @@ def matrix_markdown(
         if not said:
             out.append("| — | — | no harness answers yes to any capability |")
     return "\n".join(out) + "\n"
+
+
+def profiles_markdown(judged: Mapping[str, Sequence[ProfileResult]]) -> list[str]:
+    """The ``## Profiles`` section: each harness's result on each profile, and what the
+    checks not run lacked."""
+    names = list(dict.fromkeys(p.name for ps in judged.values() for p in ps))
+    out = [
+        "",
+        "## Profiles",
+        "",
+        "What each harness's verdict covers (`conformance/profiles.py`): `passed` whole, "
+        "`partial` (checks not run, with what they lacked), `failed`, or `not applicable`.",
+        "",
+        "| profile | " + " | ".join(_cell(h) for h in judged) + " |",
+        "|" + "---|" * (len(judged) + 1),
+    ]
+    for name in names:
+        cells = [name]
+        for profiles in judged.values():
+            found = next((p for p in profiles if p.name == name), None)
+            if found is None:
+                cells.append("—")
+                continue
+            text = found.result
+            if found.result in ("passed", "partial", "failed"):
+                text += f" ({found.passed} passed"
+                text += f", {found.failed} failed" if found.failed else ""
+                text += f", {len(found.not_run)} not run" if found.not_run else ""
+                text += ")"
+            cells.append(text)
+        out.append("| " + " | ".join(cells) + " |")
+    gaps = [(h, p) for h, ps in judged.items() for p in ps if p.not_run]
+    if gaps:
+        out += ["", "| harness | profile | not run | lacking |", "|---|---|---|---|"]
+        for harness, profile in gaps:
+            ids = ", ".join(str(e["id"]) for e in profile.not_run)
+            out.append(
+                f"| {_cell(harness)} | {profile.name} | {ids} | {_cell(lacked(profile.not_run))} |"
+            )
+    return out
 
 
 def verifiers(capability: Capability, registry: Iterable[Check] | None = None) -> list[Check]:
@@ -415,7 +480,10 @@ def report_json(
     - ``schema_version``: an integer; ``verdict``: ``passed``, ``failed`` or ``error``
       (:func:`verdict`);
     - ``run``: the tool, its version, the runner, Python, start and end, seed, tier, the
-      checks asked for, and each harness's label, spec and identity model;
+      checks asked for, the profiles required, and each harness's label, spec, identity model
+      and ``profiles``: ``{name, result, passed, failed, not_applicable, not_run: [{id,
+      needs}]}`` per profile (:mod:`conformance.profiles`);
+    - ``required``: each required profile not passed whole, ``{harness, profile, result}``;
     - ``totals`` (and ``totals_by_harness``): passed, failed, skipped, error, total;
     - ``results``: one per check and harness: id, rule, clause, suite, tier, harness,
       outcome, reason (the whole message), duration, seed, replay, and ``adapter`` (what the
@@ -426,9 +494,10 @@ def report_json(
     """
     listed = rows(results)
     harnesses = [label for label, _ in info.harnesses]
+    info.profiles = judge_profiles(listed, answers, [c.id for c in checks(info.tier)])
     document: dict[str, object] = {
         "schema_version": SCHEMA_VERSION,
-        "verdict": verdict(listed, answers),
+        "verdict": verdict(listed, answers, info.required, info.tier),
         "run": info.as_dict(),
         "totals": totals(listed),
         "totals_by_harness": {
@@ -436,6 +505,12 @@ def report_json(
         },
         "results": listed,
         "failures": [_failure(row) for row in listed if row.get("outcome") == "failed"],
+        "required": [
+            {"harness": h, "profile": name, "result": found.result if found else "not run"}
+            for h, found, name in unmet(info.profiles, info.required)
+        ]
+        if info.required
+        else [],
         "capabilities": {
             a.label: {"answers": answers_dict(a.answers), "note": a.note} for a in answers
         },
@@ -501,6 +576,7 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
         if str(row.get("harness")) not in order:
             order.append(str(row.get("harness")))
     counts = totals(listed)
+    judged = info.profiles if info is not None and info.profiles else judge_profiles(listed)
     root = ET.Element(
         "testsuites",
         name="dispatch-conformance",
@@ -530,6 +606,13 @@ def junit_xml(results: Iterable[Result | Row], info: RunInfo | None = None) -> s
         if info is not None:
             ET.SubElement(props, "property", name="seed", value=str(info.seed))
             ET.SubElement(props, "property", name="tier", value=info.tier)
+        for profile in judged.get(harness, ()):
+            ET.SubElement(
+                props,
+                "property",
+                name=f"profile:{profile.name}",
+                value=_xml(profile.words(), secrets),
+            )
         for row in own:
             case = ET.SubElement(
                 suite,
@@ -584,7 +667,11 @@ def write_reports(
     ]
     if junit:
         written.append(write_atomic(directory / JUNIT_NAME, junit_xml(listed, info)))
-    written.append(write_atomic(directory / MATRIX_NAME, matrix_markdown(answers, listed)))
+    written.append(
+        write_atomic(
+            directory / MATRIX_NAME, matrix_markdown(answers, listed, judged=info.profiles)
+        )
+    )
     return written
 
 
@@ -682,10 +769,12 @@ __all__ = [
     "matrix_markdown",
     "needs_markdown",
     "prepare_report_dir",
+    "profiles_markdown",
     "report_json",
     "rows",
     "scrub",
     "totals",
+    "verdict",
     "write_atomic",
     "write_matrix",
     "write_preflight",

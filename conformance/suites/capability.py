@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from conformance.checks import CheckFailed, Context, Needs, Skip, check
+from conformance.checks import CheckFailed, Context, Needs, Skip, SkippedFor, check
 from conformance.harness import CannotInject, Fault, Probe
 from conformance.steps import call, found, long_spec, look, run
 from conformance.suites.clauses import SEED_000
@@ -84,7 +84,6 @@ def fourteen_answers(ctx: Context) -> None:
     "CAP-002",
     clause=f"{SEED_000}, AttemptInjection: always needed, nothing waives it",
     tier=Tier.SMOKE,
-    verifies=(Capability.ATTEMPT_INJECTION,),
 )
 def attempt_injection(ctx: Context) -> None:
     """AttemptInjection is yes: every rank of every execution sees the four DISPATCH_ variables."""
@@ -790,7 +789,8 @@ def output_path_honoured(ctx: Context) -> None:
     except CheckFailed:
         raise Skip(
             f"no output appeared at {path!r} nor through read_output: the harness does not "
-            "run job commands, so where output lands cannot be seen"
+            "run job commands, so where output lands cannot be seen",
+            SkippedFor.CIRCUMSTANCE,
         ) from None
     if landed():
         return

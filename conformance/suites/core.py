@@ -28,7 +28,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, Final
 
-from conformance.checks import CheckFailed, Context, Needs, Skip, check
+from conformance.checks import CheckFailed, Context, Needs, Skip, SkippedFor, check
 from conformance.harness import Fault, Probe
 from conformance.suites.clauses import SEED_000
 from dispatch_core import (
@@ -585,7 +585,11 @@ def evidence_lost_is_not_success(ctx: Context) -> None:
     run = Run(ctx)
     if ctx.identity.history_outlives_live:
         if ctx.harness.lacks(Fault.DISABLE_HISTORY.value):
-            raise Skip("the target keeps history and the harness cannot disable it")
+            raise Skip(
+                "the target keeps history and the harness cannot disable it",
+                SkippedFor.HARNESS,
+                lacking=(Fault.DISABLE_HISTORY.value,),
+            )
         run.faults.disable_history()
     job = run.submit()
     ref = run.current(job)

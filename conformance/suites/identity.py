@@ -12,7 +12,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import Final, cast
 
-from conformance.checks import CheckFailed, Context, Needs, Skip, check
+from conformance.checks import CheckFailed, Context, Needs, Skip, SkippedFor, check
 from conformance.harness import (
     CannotInject,
     Fault,
@@ -22,6 +22,8 @@ from conformance.harness import (
     Race,
     ReplyLoss,
     look_alike_need,
+    race_need,
+    reply_loss_need,
 )
 from conformance.steps import (
     as_holder,
@@ -625,34 +627,68 @@ def start_is_idempotent(ctx: Context) -> None:
     )
 
 
-@check(
-    "IDENT-007",
-    clause="DESIGN §5, a reply lost after the command took effect",
-    needs=Needs(faults=(Fault.LOSE_NEXT_REPLY,)),
-)
-def lost_start_reply(ctx: Context) -> None:
-    """A start whose reply was lost, started again, leaves one object for that submission.
+LOST_CLAUSE = "DESIGN §5, a reply lost after the command took effect"
 
-    The job's submission 1 runs already: the lost start is submission 2's, whose answer (and
-    the second start's) is submission 2's object, never the earlier one."""
-    # The reply is lost in every form the harness makes (a timeout; a failure saying the
-    # scheduler could not be reached; a success cut off), then the command times out before
-    # its effect (when the harness can): each on a job of its own.
-    for form in ReplyLoss:
-        plan = ctx.plan()
-        earlier = ctx.start(plan, submission=1, attempt=1)
-        try:
-            ctx.faults.lose_next_reply("start", form)
-        except CannotInject:
-            if form is ReplyLoss.TIMEOUT:
-                raise
-            continue  # this harness loses a reply as a timeout only
-        lost_start_reply_once(ctx, plan, earlier, f"lose_next_reply(start) as a {form.value}")
-    if ctx.harness.lacks(Fault.FAIL_BEFORE_EFFECT) is None:
-        plan = ctx.plan()
-        earlier = ctx.start(plan, submission=1, attempt=1)
-        ctx.faults.fail_before_effect("start")
-        lost_start_reply_once(ctx, plan, earlier, "fail_before_effect(start)")
+
+def lost_start(ctx: Context, fault: str, arm: Callable[[], None]) -> None:
+    """The job's submission 1 runs already; submission 2's start under the fault ``arm``
+    makes, then again (:func:`lost_start_reply_once`)."""
+    plan = ctx.plan()
+    earlier = ctx.start(plan, submission=1, attempt=1)
+    arm()
+    lost_start_reply_once(ctx, plan, earlier, fault)
+
+
+@check("IDENT-007", clause=LOST_CLAUSE, needs=Needs(faults=(Fault.LOSE_NEXT_REPLY,)))
+def lost_start_reply(ctx: Context) -> None:
+    """A start whose reply was lost (a timeout), started again, leaves one object for that
+    submission: submission 2's, never the earlier one."""
+    lost_start(
+        ctx,
+        "lose_next_reply(start) as a timeout",
+        lambda: ctx.faults.lose_next_reply("start", ReplyLoss.TIMEOUT),
+    )
+
+
+@check(
+    "IDENT-065",
+    clause=LOST_CLAUSE,
+    needs=Needs(faults=(reply_loss_need(ReplyLoss.FAILURE),)),
+)
+def lost_start_reply_as_a_failure(ctx: Context) -> None:
+    """A start whose reply was lost as a failure saying the scheduler could not be reached,
+    started again, leaves one object for that submission: submission 2's, never the earlier."""
+    lost_start(
+        ctx,
+        "lose_next_reply(start) as a failure",
+        lambda: ctx.faults.lose_next_reply("start", ReplyLoss.FAILURE),
+    )
+
+
+@check(
+    "IDENT-066",
+    clause=LOST_CLAUSE,
+    needs=Needs(faults=(reply_loss_need(ReplyLoss.GARBLED),)),
+)
+def lost_start_reply_garbled(ctx: Context) -> None:
+    """A start whose success was cut off (it names nothing) is read back, or OutcomeUnknown
+    with no object of it to be found; started again, one object for that submission."""
+    lost_start(
+        ctx,
+        "lose_next_reply(start) as a garbled",
+        lambda: ctx.faults.lose_next_reply("start", ReplyLoss.GARBLED),
+    )
+
+
+@check(
+    "IDENT-067",
+    clause="DESIGN §5, a command that timed out before it took effect",
+    needs=Needs(faults=(Fault.FAIL_BEFORE_EFFECT,)),
+)
+def start_timed_out_before_effect(ctx: Context) -> None:
+    """A start timed out before its effect, started again, leaves one object for that
+    submission: submission 2's, never the earlier one."""
+    lost_start(ctx, "fail_before_effect(start)", lambda: ctx.faults.fail_before_effect("start"))
 
 
 def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: str) -> None:
@@ -694,65 +730,75 @@ def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: s
     )
 
 
-@check(
-    "IDENT-060",
-    clause=f"{SEED_001}, The identity check: ids are reused; DESIGN §3, re-observe never assume",
-    needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK,)),
+VANISH_CLAUSE = (
+    f"{SEED_001}, The identity check: ids are reused; DESIGN §3, re-observe never assume"
 )
+
+
+@check("IDENT-060", clause=VANISH_CLAUSE, needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK,)))
 def vanished_before_read_back(ctx: Context) -> None:
     """A start or stop whose object vanishes before the read-back answers for it, not another.
 
-    The object ends and leaves the live view (its id then taken by another's object, or not)
-    right after a start or a stop took effect, or just before the stop: start returns that
-    object, or OutcomeUnknown only when find cannot tell it either, never another's; stop
-    returns."""
-    for reuse in (False, True):
-        plan = ctx.plan(long_spec(ctx))
-        try:
-            ctx.faults.vanish_before_read_back("start", reuse_id=reuse)
-        except CannotInject:
-            if not reuse:
-                raise
-            continue  # ids are not reused here
-        what = "start of submission 1 whose object ended, left the live view" + (
-            " and had its id taken by another's object" if reuse else ""
-        )
-        made: ObjectRef | None = None
-        try:
-            made = ctx.start(plan, submission=1, attempt=1)
-        except OutcomeUnknown:
-            pass
-        except DispatchError as error:
-            ctx.fail(f"{what} raised {type(error).__name__} ({error}), not a ref")
-        fired(ctx, "vanish_before_read_back(start)", what)
-        seen = found(ctx, plan.job, f"after the {what}")
-        own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 1)
-        if made is None:
-            ctx.expect(
-                not own,
-                f"{what} raised OutcomeUnknown, yet find shows submission 1's object {own}: "
-                "its reply named the object, and the adapter can read it",
-            )
-            continue
+    The object ends and leaves the live view right after a start took effect, or just before
+    a stop's call: start returns that object, or OutcomeUnknown only when find cannot tell it
+    either; stop returns."""
+    vanished_start(ctx, reuse=False)
+    vanished_stop(ctx, reuse=False, early=True, how="whose object ended and left the live view "
+                  "just before its call")  # fmt: skip
+
+
+@check(
+    "IDENT-069",
+    clause=VANISH_CLAUSE,
+    needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK, Fault.REUSE_ID)),
+)
+def vanished_and_taken_before_read_back(ctx: Context) -> None:
+    """A start or stop whose object vanishes and has its id taken by another's object before
+    the read-back answers for it, never for the other's: start returns its own object or
+    OutcomeUnknown, stop returns with its own object ended."""
+    vanished_start(ctx, reuse=True)
+    vanished_stop(ctx, reuse=True, early=False, how="whose object then left the live view and "
+                  "had its id taken")  # fmt: skip
+
+
+def vanished_start(ctx: Context, *, reuse: bool) -> None:
+    plan = ctx.plan(long_spec(ctx))
+    ctx.faults.vanish_before_read_back("start", reuse_id=reuse)
+    what = "start of submission 1 whose object ended, left the live view" + (
+        " and had its id taken by another's object" if reuse else ""
+    )
+    made: ObjectRef | None = None
+    try:
+        made = ctx.start(plan, submission=1, attempt=1)
+    except OutcomeUnknown:
+        pass  # allowed: judged by what find shows below
+    except DispatchError as error:
+        ctx.fail(f"{what} raised {type(error).__name__} ({error}), not a ref")
+    fired(ctx, "vanish_before_read_back(start)", what)
+    seen = found(ctx, plan.job, f"after the {what}")
+    own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 1)
+    if made is None:
         ctx.expect(
-            all(seen[i].ref == made for i in own),
-            f"{what} returned {ref_text(made)}, but find shows submission 1 as "
-            f"{[ref_text(seen[i].ref) for i in own]}",
+            not own,
+            f"{what} raised OutcomeUnknown, yet find shows submission 1's object {own}: "
+            "its reply named the object, and the adapter can read it",
         )
-        expect_ended(ctx, made, f"of the ref the {what} returned")
-    for reuse, early, how in (
-        (False, True, "whose object ended and left the live view just before its call"),
-        (True, False, "whose object then left the live view and had its id taken"),
-    ):
-        ref = ctx.start(ctx.plan(long_spec(ctx)))
-        try:
-            ctx.faults.vanish_before_read_back("stop", reuse_id=reuse, early=early)
-        except CannotInject:
-            continue  # ids are not reused here
-        what = f"stop({ref.id}), {how}"
-        stop(ctx, ref, how)
-        fired(ctx, "vanish_before_read_back(stop)", what)
-        expect_ended(ctx, ref, f"after the {what}")
+        return
+    ctx.expect(
+        all(seen[i].ref == made for i in own),
+        f"{what} returned {ref_text(made)}, but find shows submission 1 as "
+        f"{[ref_text(seen[i].ref) for i in own]}",
+    )
+    expect_ended(ctx, made, f"of the ref the {what} returned")
+
+
+def vanished_stop(ctx: Context, *, reuse: bool, early: bool, how: str) -> None:
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    ctx.faults.vanish_before_read_back("stop", reuse_id=reuse, early=early)
+    what = f"stop({ref.id}), {how}"
+    stop(ctx, ref, how)
+    fired(ctx, "vanish_before_read_back(stop)", what)
+    expect_ended(ctx, ref, f"after the {what}")
 
 
 @check("IDENT-024", clause=f"{SEED_000}, Execution identity; DESIGN §4: N and R below 1,000,000")
@@ -1034,55 +1080,74 @@ def requeue_underneath_keeps_the_ref(ctx: Context) -> None:
     requeue_keeps_the_ref(ctx, "underneath")
 
 
-@check("IDENT-013", clause=f"{SEED_001}, The identity check: Stop also checks that the job ended")
+STOP_CLAUSE = f"{SEED_001}, The identity check: Stop also checks that the job ended"
+
+
+@check("IDENT-013", clause=STOP_CLAUSE)
 def stop_verifies_the_end(ctx: Context) -> None:
-    """stop returns only once the object has ended (open shows it ended, or NotFound once gone)."""
+    """stop of a queued object returns only once it has ended (open shows it ended, or NotFound
+    once gone), and so does a second stop of it."""
     queued = ctx.start(ctx.plan(long_spec(ctx)))
     call(ctx, f"stop({queued.id}) of a queued object", lambda: ctx.backend.stop(queued))
     expect_ended(ctx, queued, "after stop of the queued object")
     call(ctx, f"a second stop({queued.id})", lambda: ctx.backend.stop(queued))
     expect_ended(ctx, queued, "after a second stop")
-    if ctx.harness.lacks(Fault.IGNORE_NEXT_STOP) is None:
-        # The scheduler acknowledges a stop it does not carry out: only a read-back tells.
-        ignored = ctx.start(ctx.plan(long_spec(ctx)))
-        ctx.faults.ignore_next_stop(ignored)
-        what = f"stop({ignored.id}), which the scheduler acknowledged and did not carry out"
-        try:
-            ctx.backend.stop(ignored)
-        except OutcomeUnknown:
-            pass
-        except DispatchError as error:
-            ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
-        else:
-            ctx.fail(f"{what} returned: the object has not ended")
-        fired(ctx, "ignore_next_stop", what)
-        call(ctx, f"stop({ignored.id}) again", lambda: ctx.backend.stop(ignored))
-        expect_ended(ctx, ignored, "after the stop that was carried out")
-    running = ctx.start(ctx.plan(long_spec(ctx)))
+
+
+@check("IDENT-062", clause=STOP_CLAUSE, needs=Needs(faults=(Fault.IGNORE_NEXT_STOP,)))
+def stop_the_scheduler_ignored(ctx: Context) -> None:
+    """A stop the scheduler acknowledged and did not carry out is not claimed: OutcomeUnknown,
+    and the next stop ends the object."""
+    # Only a read-back tells the acknowledged stop from the one carried out.
+    ignored = ctx.start(ctx.plan(long_spec(ctx)))
+    ctx.faults.ignore_next_stop(ignored)
+    what = f"stop({ignored.id}), which the scheduler acknowledged and did not carry out"
     try:
-        run(ctx, running)
-    except CannotInject:
-        return  # the queued case is all this harness can show
+        ctx.backend.stop(ignored)
+    except OutcomeUnknown:
+        pass  # what the rule asks for
+    except DispatchError as error:
+        ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
+    else:
+        ctx.fail(f"{what} returned: the object has not ended")
+    fired(ctx, "ignore_next_stop", what)
+    call(ctx, f"stop({ignored.id}) again", lambda: ctx.backend.stop(ignored))
+    expect_ended(ctx, ignored, "after the stop that was carried out")
+
+
+@check("IDENT-063", clause=STOP_CLAUSE, needs=Needs(faults=(Fault.LET_RUN,)))
+def stop_of_a_running_object(ctx: Context) -> None:
+    """stop of a running object returns only once it has ended (open shows it ended, or
+    NotFound once gone)."""
+    running = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, running)
     call(ctx, f"stop({running.id}) of a running object", lambda: ctx.backend.stop(running))
     expect_ended(ctx, running, "after stop of the running object")
-    if ctx.harness.lacks(Fault.REQUEUE_UNDERNEATH) is None:
-        # A stop while a requeue is under way (Slurm: COMPLETING) must still end the object,
-        # wherever the requeue leaves it.
-        requeued = ctx.start(ctx.plan(long_spec(ctx)))
-        ran = run(ctx, requeued)
-        ctx.faults.requeue_underneath(requeued, in_flight=True)
-        under_way = look(ctx, requeued, "while a requeue of it is under way")
-        if under_way.restart_count is not None and ran.restart_count is not None:
-            # seed 001: the restart count is what says the scheduler requeued it
-            ctx.expect(
-                under_way.restart_count > ran.restart_count,
-                f"open while the scheduler's requeue of {requeued.id} is under way showed "
-                f"{visible(under_way)}; running, it showed {visible(ran)}: the count does not "
-                "say it was requeued",
-            )
-        what = f"stop({requeued.id}) while a requeue of it is under way"
-        call(ctx, what, lambda: ctx.backend.stop(requeued))
-        expect_ended(ctx, requeued, f"after the {what}")
+
+
+@check(
+    "IDENT-064",
+    clause=STOP_CLAUSE,
+    needs=Needs(faults=(Fault.LET_RUN, Fault.REQUEUE_UNDERNEATH)),
+)
+def stop_while_a_requeue_is_under_way(ctx: Context) -> None:
+    """A stop while the scheduler's requeue of the object is under way ends it, wherever the
+    requeue leaves it; meanwhile open's restart count says it was requeued."""
+    requeued = ctx.start(ctx.plan(long_spec(ctx)))
+    ran = run(ctx, requeued)
+    ctx.faults.requeue_underneath(requeued, in_flight=True)
+    under_way = look(ctx, requeued, "while a requeue of it is under way")
+    if under_way.restart_count is not None and ran.restart_count is not None:
+        # seed 001: the restart count is what says the scheduler requeued it
+        ctx.expect(
+            under_way.restart_count > ran.restart_count,
+            f"open while the scheduler's requeue of {requeued.id} is under way showed "
+            f"{visible(under_way)}; running, it showed {visible(ran)}: the count does not "
+            "say it was requeued",
+        )
+    what = f"stop({requeued.id}) while a requeue of it is under way"
+    call(ctx, what, lambda: ctx.backend.stop(requeued))
+    expect_ended(ctx, requeued, f"after the {what}")
 
 
 # -- writes whose command timed out ------------------------------------------------------------
@@ -1094,10 +1159,7 @@ def stop_verifies_the_end(ctx: Context) -> None:
     needs=Needs(faults=(Fault.LET_RUN, Fault.FAIL_BEFORE_EFFECT)),
 )
 def timed_out_stop_reads_back(ctx: Context) -> None:
-    """A stop timed out before its effect reads back: the object ended, or OutcomeUnknown.
-
-    Then, where the harness can, a stop whose every try within the call times out: it returns
-    only with the object ended."""
+    """A stop timed out before its effect reads back: the object ended, or OutcomeUnknown."""
     ref = ctx.start(ctx.plan(long_spec(ctx)))
     run(ctx, ref)
     ctx.faults.fail_before_effect("stop")
@@ -1110,14 +1172,19 @@ def timed_out_stop_reads_back(ctx: Context) -> None:
         # OutcomeUnknown: nothing was assumed; the next stop, whose command answers, ends it.
         stop(ctx, ref, "again, after the first one's OutcomeUnknown")
         expect_ended(ctx, ref, "after the second stop")
-    # Where the adapter retries within the call, every retry timing out too: a stop that
-    # returns must still have ended the object (Kubernetes: an API server answering 500).
+
+
+@check(
+    "IDENT-068",
+    clause=DESIGN_REOBSERVE,
+    needs=Needs(faults=(Fault.LET_RUN, Fault.FAIL_EVERY_TRY)),
+)
+def stop_every_try_timed_out(ctx: Context) -> None:
+    """A stop whose every try within the call times out before its effect returns only with
+    the object ended, else OutcomeUnknown (Kubernetes: an API server answering 500)."""
     second = ctx.start(ctx.plan(long_spec(ctx)))
     run(ctx, second)
-    try:
-        ctx.faults.fail_every_try("stop")
-    except CannotInject:
-        return
+    ctx.faults.fail_every_try("stop")
     what = f"stop({second.id}) of the running object, every try timing out before its effect"
     returned, _ = timed_out(ctx, what, lambda: ctx.backend.stop(second))
     fired(ctx, "fail_every_try(stop)", what)
@@ -1192,7 +1259,7 @@ TOUCHED_REQUEUE: Final = (
 @check(
     "IDENT-061",
     clause=f"{DESIGN_REOBSERVE}; {DESIGN_STALE_WRITE}",
-    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, Fault.RACE_NEXT_WRITE)),
+    needs=Needs(interfaces=(Requeuer,), faults=(Fault.LET_RUN, race_need(Race.TOUCHED))),
 )
 def requeue_meeting_another_write(ctx: Context) -> None:
     """A requeue lands though another writer touched the object just before its write.
@@ -1314,10 +1381,7 @@ def requeue_of_a_held_requeued_object(ctx: Context) -> None:
         raise Skip("adapter implements no Requeuer")
     ref = ctx.start(ctx.plan(long_spec(ctx)))
     run(ctx, ref)
-    try:
-        ctx.faults.requeue_underneath(ref, held=True)
-    except CannotInject as cannot:
-        raise Skip(str(cannot)) from None
+    ctx.faults.requeue_underneath(ref, held=True)  # CannotInject: the check does not run
     before = back_in_queue(ctx, ref)
     what = f"requeue({ref.id}) of the object requeued and held underneath"
     ctx.expect_raises(Rejected, lambda: requeuer.requeue(ref), what)
@@ -1334,28 +1398,44 @@ def requeue_of_a_held_requeued_object(ctx: Context) -> None:
     needs=Needs(interfaces=(Requeuer,)),
 )
 def requeue_of_a_queued_object(ctx: Context) -> None:
-    """A requeue of an object still queued, never started, is Rejected and changes nothing.
-
-    Where the adapter holds, so is a requeue of a held object: it stays held, by its hold."""
+    """A requeue of an object still queued, never started, is Rejected and changes nothing."""
     requeuer = as_requeuer(ctx)
     if requeuer is None:  # declared in needs: the runner skipped the check already
         raise Skip("adapter implements no Requeuer")
     ref = ctx.start(ctx.plan(long_spec(ctx)))
     before = look(ctx, ref, "before the requeue of the queued object")
     if before.state is not State.QUEUED:
-        raise Skip(f"the scheduler started the object at once ({visible(before)})")
+        raise Skip(
+            f"the scheduler started the object at once ({visible(before)})",
+            SkippedFor.CIRCUMSTANCE,
+        )
     refused_requeue(ctx, requeuer, ref, before, "queued")
-    holder = as_holder(ctx)
-    if holder is None or ctx.declared(Capability.HOLD) is not Tristate.YES:
-        return
+
+
+@check(
+    "IDENT-070",
+    clause=f"{SEED_001}, What else rides on Submit: a requeue; DESIGN §4, Slurm holds",
+    needs=Needs(capabilities=(Capability.HOLD,), interfaces=(Requeuer, Holder)),
+)
+def requeue_of_a_held_object(ctx: Context) -> None:
+    """A requeue of an object the adapter holds is Rejected: it stays held, by its hold."""
+    requeuer, holder = as_requeuer(ctx), as_holder(ctx)
+    if requeuer is None or holder is None:  # declared in needs: the runner skipped it already
+        raise Skip("adapter implements no Requeuer or no Holder")
     held_ref = ctx.start(ctx.plan(long_spec(ctx)))
     try:
         holder.hold(held_ref)
     except DispatchError:
-        return  # the scheduler started it first: HOLD-006's answer, no verdict here
+        # the scheduler started it first: HOLD-006's answer, no verdict here
+        raise Skip(
+            f"the scheduler started {held_ref.id} before its hold landed", SkippedFor.CIRCUMSTANCE
+        ) from None
     held_now = look(ctx, held_ref, "before the requeue of the held object")
-    if held_now.state is State.HELD:
-        refused_requeue(ctx, requeuer, held_ref, held_now, "held")
+    if held_now.state is not State.HELD:
+        raise Skip(
+            f"the hold left {held_ref.id} {visible(held_now)}, not held", SkippedFor.CIRCUMSTANCE
+        )
+    refused_requeue(ctx, requeuer, held_ref, held_now, "held")
 
 
 def refused_requeue(
@@ -1519,16 +1599,13 @@ def identities(ctx: Context, life: Lifetime) -> list[ExecutionIdentity]:
     clause=f"{SEED_000}, AttemptInjection; DESIGN §4",
     tier=Tier.SMOKE,
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
+    verifies=(Capability.ATTEMPT_INJECTION,),
 )
 def every_rank_sees_identity(ctx: Context) -> None:
-    """Every rank of every execution sees the four DISPATCH_ variables of its job and submission."""
-    try:
-        life = lifetime(ctx, requeues=1)
-    except CannotInject as missing:
-        if not missing.fault.startswith("requeue"):
-            raise
-        life = lifetime(ctx, requeues=0)  # no requeue here: resubmission is what it can show
-    identities(ctx, life)
+    """Every rank of every execution sees the four DISPATCH_ variables of its job and submission.
+
+    Across a resubmission; across requeues, IDENT-015 and IDENT-016 read every rank's four."""
+    identities(ctx, lifetime(ctx, requeues=0))
 
 
 @check(
@@ -1589,7 +1666,10 @@ def released_after_it_ran(ctx: Context) -> None:
         call(ctx, what, lambda: requeuer.requeue(ref))
         back_in_queue(ctx, ref)
     if number is None:
-        raise Skip("the scheduler started the requeued object before every hold of it landed")
+        raise Skip(
+            "the scheduler started the requeued object before every hold of it landed",
+            SkippedFor.CIRCUMSTANCE,
+        )
     call(ctx, f"release({ref.id}, {number})", lambda: holder.release(ref, number))
     run(ctx, ref)
     stop(ctx, ref, "after its release")
@@ -1632,7 +1712,7 @@ scheduler that counts its restarts in one digit allows nine)."""
     needs=Needs(
         interfaces=(Requeuer,),
         faults=(Fault.LET_RUN, Fault.FINISH),
-        probes=(Probe.SELF_RESTARTS,),
+        probes=(Probe.SELF_RESTARTS, Probe.EXECUTIONS),
     ),
 )
 def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
@@ -1701,8 +1781,6 @@ def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
         )
     run(ctx, ref)
     stop(ctx, ref, "after the requeue")
-    if ctx.harness.lacks(Probe.EXECUTIONS) is not None:
-        return
     epochs = [i.epoch for i in identities(ctx, (plan.job, [(ref, 1, failed + 1)]))]
     ctx.expect(
         all(a < b for a, b in pairwise(epochs)),

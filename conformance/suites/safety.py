@@ -5,6 +5,7 @@ tests."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 
 from conformance.checks import CheckFailed, Context, Needs, Skip, check
 from conformance.harness import Fault, Probe
@@ -87,41 +88,52 @@ def first_execution(ctx: Context, spec: JobSpec) -> list[dict[str, str]]:
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
 )
 def hostile_values_reach_the_job(ctx: Context) -> None:
-    """Hostile env values and work_dir reach every rank exactly as given; nothing in them runs.
+    """Hostile env values reach every rank exactly as given (a Kubernetes API server expands
+    ``$(VAR)`` and turns ``$$`` into ``$`` in env values: the adapter must escape them)."""
+    env = hostile_env(f"/tmp/dispatch-conformance-{ctx.job_id()}/{CANARY}")
+    same_env(ctx, env, first_execution(ctx, ctx.spec(env=env)))
 
-    Where the harness sees the cluster's paths (``host_paths``), a canary file shows whether a
-    value ran as shell, and a hostile work_dir is tried; elsewhere the values alone are compared
-    (a Kubernetes API server expands ``$(VAR)`` and turns ``$$`` into ``$`` in env values)."""
-    paths = ctx.harness.lacks(Probe.HOST_PATHS) is None
-    scratch = ctx.scratch_dir() if paths else f"/tmp/dispatch-conformance-{ctx.job_id()}"
-    canary = f"{scratch}/{CANARY}"
+
+@check(
+    "SAFE-006",
+    clause=SHELL_CLAUSE,
+    needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS, Probe.HOST_PATHS)),
+)
+def hostile_values_never_run(ctx: Context) -> None:
+    """Nothing in hostile env values runs as shell: the canary file they would make is never
+    made, on the cluster's own filesystem."""
+    canary = f"{ctx.scratch_dir()}/{CANARY}"
     env = hostile_env(canary)
-    fields: dict[str, object] = {"env": env}
-    work_dir = None
-    probe = ctx.spec(work_dir=f"{scratch}/probe")
-    if paths and answer_for(ctx, probe, Capability.WORKING_DIRECTORY).value is Tristate.YES:
-        work_dir = f"{scratch}/{HOSTILE_DIR_NAME}"
-        ctx.host.make_dir(work_dir)
-        fields["work_dir"] = work_dir
-    spec = ctx.spec(**fields)
-    ranks = first_execution(ctx, spec)
+    ranks = first_execution(ctx, ctx.spec(env=env))
+    ctx.expect(
+        not ctx.host.exists(canary),
+        f"a value of the spec ran as shell: {canary} exists after the job ran (env values "
+        f"{sorted(env)})",
+    )
+    same_env(ctx, env, ranks)
+
+
+@check(
+    "SAFE-007",
+    clause=SHELL_CLAUSE,
+    needs=Needs(
+        capabilities=(Capability.WORKING_DIRECTORY,),
+        faults=(Fault.LET_RUN,),
+        probes=(Probe.EXECUTIONS, Probe.HOST_PATHS),
+    ),
+)
+def hostile_work_dir_reaches_the_job(ctx: Context) -> None:
+    """A hostile work_dir is where every rank runs, exactly; nothing in it runs as shell."""
+    scratch = ctx.scratch_dir()
+    canary = f"{scratch}/{CANARY}"
+    work_dir = f"{scratch}/{HOSTILE_DIR_NAME}"
+    ctx.host.make_dir(work_dir)
+    ranks = first_execution(ctx, ctx.spec(work_dir=work_dir))
     host = ctx.host
     ctx.expect(
-        not paths or not host.exists(canary),
-        f"a value of the spec ran as shell: {canary} exists after the job ran (env values "
-        f"{sorted(env)}{', work_dir ' + repr(work_dir) if work_dir else ''})",
+        not host.exists(canary),
+        f"the work_dir ran as shell: {canary} exists after the job ran (work_dir {work_dir!r})",
     )
-    for rank, seen in enumerate(ranks):
-        wrong = {name: seen.get(name) for name, value in env.items() if seen.get(name) != value}
-        ctx.expect(
-            not wrong,
-            "rank {} saw env values other than the spec's: {}".format(
-                rank,
-                "; ".join(f"{n}={v!r}, not {env[n]!r}" for n, v in sorted(wrong.items())),
-            ),
-        )
-    if work_dir is None:
-        return
     wanted = host.realpath(work_dir)
     wrong_dirs = [
         (rank, seen.get("PWD"))
@@ -133,6 +145,19 @@ def hostile_values_reach_the_job(ctx: Context) -> None:
         f"ranks ran in {', '.join(f'rank {r}: {p!r}' for r, p in wrong_dirs)}, not the work_dir "
         f"{work_dir!r}",
     )
+
+
+def same_env(ctx: Context, env: Mapping[str, str], ranks: Sequence[Mapping[str, str]]) -> None:
+    """Every rank saw each of ``env``'s values exactly."""
+    for rank, seen in enumerate(ranks):
+        wrong = {name: seen.get(name) for name, value in env.items() if seen.get(name) != value}
+        ctx.expect(
+            not wrong,
+            "rank {} saw env values other than the spec's: {}".format(
+                rank,
+                "; ".join(f"{n}={v!r}, not {env[n]!r}" for n, v in sorted(wrong.items())),
+            ),
+        )
 
 
 FOREIGN_NAMESPACE = "x-conformance"

@@ -76,6 +76,8 @@ from conformance.harness import (
     ReplyLoss,
     advance_to_residue,
     look_alike_need,
+    race_need,
+    reply_loss_need,
 )
 from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
@@ -152,6 +154,21 @@ REFUSED: Final[Mapping[str, str]] = {
     ),
 }
 """What both simulated clusters lack, and why (the text after ``harness cannot inject``)."""
+KUBE_IMPOSSIBLE: Final = frozenset(
+    [
+        Fault.REUSE_ID_NEXT,
+        Fault.LOSE_IDENTITY_HISTORY,
+        Fault.LAG_HISTORY,
+        Fault.DISABLE_HISTORY,
+        Fault.IGNORE_NEXT_STOP,
+        Fault.IGNORE_NEXT_WRITE,
+        look_alike_need(LookAlike.COMMA_LIST),
+        Probe.SIGNALS,
+        reply_loss_need(ReplyLoss.GARBLED),  # a reply is a JSON body or nothing
+    ]
+)
+"""Of :data:`REFUSED`, what no harness of Kubernetes with the Kubeflow adapter can show, by
+their nature (``Harness.impossible``); the rest is the simulator's own limit."""
 NO_KUEUE_REQUEUE: Final = (
     "requeue_underneath (without Kueue nothing on Kubernetes requeues a TrainJob underneath "
     "its owner: an administrator's suspend and resume by hand reruns it under the execution id "
@@ -188,9 +205,12 @@ SIM_OFFERS: Final = frozenset(
         Fault.LOSE_NODE,
         Fault.PREEMPT,
         Fault.LOSE_NEXT_REPLY,
+        reply_loss_need(ReplyLoss.FAILURE),
         Fault.FAIL_BEFORE_EFFECT,
+        Fault.FAIL_EVERY_TRY,
         Fault.VANISH_BEFORE_READ_BACK,
         Fault.RACE_NEXT_WRITE,
+        race_need(Race.TOUCHED),
         Fault.FAIL_BETWEEN_STEPS,
         Fault.NEAR_HOLD,
         Fault.HOLD_EDGE,
@@ -1166,6 +1186,7 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self.offers = (
             offers | {Fault.REQUEUE_UNDERNEATH} if kueue else offers | {Fault.STALL_TEARDOWN}
         )
+        self.impossible = KUBE_IMPOSSIBLE if kueue else KUBE_IMPOSSIBLE | {Fault.REQUEUE_UNDERNEATH}
         self.seed = seed
         self.seeds = itertools.count(seed)
         self.backend_type = backend_type

@@ -570,6 +570,17 @@ class OpenIgnoresHistory(MemoryBackend):
         return self._observe(self._checked(ref))
 
 
+class StartReturnsAnEarlierSubmission(MemoryBackend):
+    """start of submission N hands back the job's submission N-1 object when that one has ended
+    (cancelled), instead of making submission N's."""
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        for existing in self._objects_of(plan.job):
+            if self._carried(existing) == submission - 1 and existing.state is State.CANCELLED:
+                return self._ref(existing)
+        return super().start(plan, submission, attempt)
+
+
 # -- the catalogue and its harnesses ---------------------------------------------------------------
 
 
@@ -635,6 +646,11 @@ CATALOGUE: Final[Sequence[Broken]] = (
     Broken("rules_in_table_order", RulesInTableOrder.__doc__ or "", RulesInTableOrder),
     Broken("hold_kept_in_process", HoldKeptInProcess.__doc__ or "", HoldKeptInProcess),
     Broken("start_not_idempotent", StartNotIdempotent.__doc__ or "", StartNotIdempotent),
+    Broken(
+        "start_returns_an_earlier_submission",
+        StartReturnsAnEarlierSubmission.__doc__ or "",
+        StartReturnsAnEarlierSubmission,
+    ),
     Broken(
         "case_insensitive_identity_check",
         CaseInsensitiveIdentityCheck.__doc__ or "",
@@ -748,3 +764,4 @@ open_ignores_history = _factory("open_ignores_history")
 
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenHarness", *BY_NAME]
+start_returns_an_earlier_submission = _factory("start_returns_an_earlier_submission")

@@ -45,6 +45,8 @@ from conformance.harness import (
     Race,
     ReplyLoss,
     look_alike_need,
+    race_need,
+    reply_loss_need,
 )
 from dispatch_core import Cause, Clock, JobID, NotFound, ObjectRef, Rejected, State, VirtualClock
 
@@ -100,6 +102,35 @@ OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
     "kubeflow": _EVERY_SHAPE | {Fault.REUSE_ID, Fault.RECREATE},
 }
 """The faults and probes each shape provides."""
+NO_REPLY_TEXT: Final = (
+    reply_loss_need(ReplyLoss.FAILURE),
+    reply_loss_need(ReplyLoss.GARBLED),
+    Fault.FAIL_EVERY_TRY,
+)
+"""The memory adapter runs no command and reads no reply: a lost reply is a timeout only;
+and it retries no write, so its one try is every try (fail_every_try)."""
+IMPOSSIBLE: Final[Mapping[Shape, frozenset[str]]] = {
+    "slurm": frozenset(
+        [
+            Fault.RECREATE,  # the Slurm shape hands out every native id itself
+            Fault.STALL_TEARDOWN,  # no teardown another controller owns
+            race_need(Race.TOUCHED),  # the memory cluster's writes carry no version
+            Probe.SELF_RESTARTS,  # as Slurm, it reruns no failed job by itself
+            Probe.IMAGES,  # as Slurm, no container image
+            *NO_REPLY_TEXT,
+        ]
+    ),
+    "kubeflow": frozenset(
+        [
+            race_need(Race.TOUCHED),  # the memory cluster's writes carry no version
+            Fault.REUSE_ID_NEXT,  # as on Kubernetes, the client names each object
+            Fault.DISABLE_HISTORY,  # as on Kubernetes, no history to switch off
+            look_alike_need(LookAlike.COMMA_LIST),  # a label value holds no comma
+            *NO_REPLY_TEXT,
+        ]
+    ),
+}
+"""What each shape's target cannot have by its nature (``Harness.impossible``)."""
 REFUSED: Final[Mapping[str, str]] = {
     Probe.COMMANDS: (
         "commands (the memory scheduler runs no command: it records each execution's ranks "
@@ -557,6 +588,7 @@ class MemoryHarness(Harness[MemoryBackend]):
         self.name = f"memory-{shape}"
         self.identity = SLURM_SHAPE if shape == "slurm" else KUBEFLOW_SHAPE
         self.offers = OFFERS[shape]
+        self.impossible = IMPOSSIBLE[shape]
         self.cluster: dict[str, Any] = {"max_job_id": 50, "min_job_age": 60.0, **cluster}
 
     def lacks(self, need: str) -> str | None:

@@ -37,7 +37,13 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike,
     slurm_look_alike_forms,
 )
-from adapters.slurm.testing.sim import NO_IMAGES, NO_RECREATE, NO_SELF_RESTARTS, SLURM_IDENTITY
+from adapters.slurm.testing.sim import (
+    NO_IMAGES,
+    NO_RECREATE,
+    NO_SELF_RESTARTS,
+    SLURM_IDENTITY,
+    SLURM_IMPOSSIBLE,
+)
 from adapters.slurm.testing.transport import CallFaults, command_words, lost_reply, program
 from conformance.harness import (
     CannotInject,
@@ -50,6 +56,7 @@ from conformance.harness import (
     Probe,
     ReplyLoss,
     look_alike_need,
+    reply_loss_need,
 )
 from dispatch_core import Clock, JobID, ObjectRef, Rejected, WallClock
 from dispatch_core.clock import pause
@@ -67,6 +74,8 @@ LOCAL_OFFERS: Final = frozenset(
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_IDENTITY_HISTORY,
         Fault.LOSE_NEXT_REPLY,
+        reply_loss_need(ReplyLoss.FAILURE),
+        reply_loss_need(ReplyLoss.GARBLED),
         Fault.FAIL_BEFORE_EFFECT,
         Fault.NEAR_HOLD,
         *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.NEAR_IDENTITY),
@@ -490,6 +499,7 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
 
     name = "slurm-local"
     identity = SLURM_IDENTITY
+    impossible = SLURM_IMPOSSIBLE
     offers = LOCAL_OFFERS
     refused: Mapping[str, str] = LOCAL_REFUSED
     """What this harness never offers, and why."""

@@ -69,6 +69,8 @@ from conformance.harness import (
     Signalled,
     advance_to_residue,
     look_alike_need,
+    race_need,
+    reply_loss_need,
 )
 from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected, VirtualClock
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
@@ -117,6 +119,17 @@ SLURM_IDENTITY: Final = IdentityModel(
 )
 """Slurm's identity model: ``squeue --name``, ids reused after MaxJobId, a requeue moves
 SubmitTime on, accounting keeps what squeue forgot."""
+SLURM_IMPOSSIBLE: Final = frozenset(
+    [
+        Fault.RECREATE,  # slurmctld hands out every job id itself
+        Fault.STALL_TEARDOWN,  # a requeue waits for no teardown another controller owns
+        race_need(Race.TOUCHED),  # scontrol update carries no version another writer moves
+        Probe.SELF_RESTARTS,  # Slurm reruns no failed job by itself (only a node failure's)
+        Probe.IMAGES,  # a job's steps run on the node as they are, in no container image
+        Fault.FAIL_EVERY_TRY,  # the Slurm adapter retries no write: its one try is every try
+    ]
+)
+"""What no Slurm harness can show, by Slurm's nature (``Harness.impossible``)."""
 
 SIM_OFFERS: Final = frozenset(
     [
@@ -136,6 +149,8 @@ SIM_OFFERS: Final = frozenset(
         Fault.LAG_HISTORY,
         Fault.DISABLE_HISTORY,
         Fault.LOSE_NEXT_REPLY,
+        reply_loss_need(ReplyLoss.FAILURE),
+        reply_loss_need(ReplyLoss.GARBLED),
         Fault.FAIL_BEFORE_EFFECT,
         Fault.VANISH_BEFORE_READ_BACK,
         Fault.IGNORE_NEXT_STOP,
@@ -698,6 +713,7 @@ class SlurmSimHarness(Harness[SlurmBackend]):
     ``job_comment``; ``config`` overrides the cluster's settings (SlurmConfig fields)."""
 
     identity = SLURM_IDENTITY
+    impossible = SLURM_IMPOSSIBLE
 
     def __init__(self, job_comment: bool = True, **config: Any) -> None:
         self.job_comment = job_comment
