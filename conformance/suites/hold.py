@@ -198,8 +198,7 @@ def placed_and_released(ctx: Context) -> None:
     needs=Needs(capabilities=(Capability.HOLD,), probes=(Probe.EXECUTIONS,)),
 )
 def held_object_never_runs(ctx: Context) -> None:
-    """A held object runs no execution while held, by the target's own record of executions
-    (not the adapter's word)."""
+    """A held object runs no execution while held, by the target's record, not the adapter's."""
     holder = holder_of(ctx)
     _, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
     pause(ctx.clock, ctx.harness.schedule_within)

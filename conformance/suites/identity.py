@@ -641,8 +641,9 @@ def lost_start(ctx: Context, fault: str, arm: Callable[[], None]) -> None:
 
 @check("IDENT-007", clause=LOST_CLAUSE, needs=Needs(faults=(Fault.LOSE_NEXT_REPLY,)))
 def lost_start_reply(ctx: Context) -> None:
-    """A start whose reply was lost (a timeout), started again, leaves one object for that
-    submission: submission 2's, never the earlier one."""
+    """A start whose reply was lost (timeout), started again, leaves one object for that submission.
+
+    Submission 1 runs already: the answers are submission 2's object, never the earlier one."""
     lost_start(
         ctx,
         "lose_next_reply(start) as a timeout",
@@ -656,8 +657,9 @@ def lost_start_reply(ctx: Context) -> None:
     needs=Needs(faults=(reply_loss_need(ReplyLoss.FAILURE),)),
 )
 def lost_start_reply_as_a_failure(ctx: Context) -> None:
-    """A start whose reply was lost as a failure saying the scheduler could not be reached,
-    started again, leaves one object for that submission: submission 2's, never the earlier."""
+    """A start lost as a failure (no scheduler reached), started again, leaves one object for it.
+
+    The failure says the scheduler could not be reached after the request went out."""
     lost_start(
         ctx,
         "lose_next_reply(start) as a failure",
@@ -671,8 +673,9 @@ def lost_start_reply_as_a_failure(ctx: Context) -> None:
     needs=Needs(faults=(reply_loss_need(ReplyLoss.GARBLED),)),
 )
 def lost_start_reply_garbled(ctx: Context) -> None:
-    """A start whose success was cut off (it names nothing) is read back, or OutcomeUnknown
-    with no object of it to be found; started again, one object for that submission."""
+    """A start whose success was cut off is read back, or OutcomeUnknown; one object for it.
+
+    The cut-off success names nothing: OutcomeUnknown only when find shows no object of it."""
     lost_start(
         ctx,
         "lose_next_reply(start) as a garbled",
@@ -686,8 +689,7 @@ def lost_start_reply_garbled(ctx: Context) -> None:
     needs=Needs(faults=(Fault.FAIL_BEFORE_EFFECT,)),
 )
 def start_timed_out_before_effect(ctx: Context) -> None:
-    """A start timed out before its effect, started again, leaves one object for that
-    submission: submission 2's, never the earlier one."""
+    """A start timed out before its effect, started again, leaves one object for its submission."""
     lost_start(ctx, "fail_before_effect(start)", lambda: ctx.faults.fail_before_effect("start"))
 
 
@@ -753,9 +755,9 @@ def vanished_before_read_back(ctx: Context) -> None:
     needs=Needs(faults=(Fault.VANISH_BEFORE_READ_BACK, Fault.REUSE_ID)),
 )
 def vanished_and_taken_before_read_back(ctx: Context) -> None:
-    """A start or stop whose object vanishes and has its id taken by another's object before
-    the read-back answers for it, never for the other's: start returns its own object or
-    OutcomeUnknown, stop returns with its own object ended."""
+    """A start or stop whose object vanishes and whose id is taken answers for it, not the taker.
+
+    start returns its own object or OutcomeUnknown; stop returns with its own object ended."""
     vanished_start(ctx, reuse=True)
     vanished_stop(ctx, reuse=True, early=False, how="whose object then left the live view and "
                   "had its id taken")  # fmt: skip
@@ -1085,8 +1087,9 @@ STOP_CLAUSE = f"{SEED_001}, The identity check: Stop also checks that the job en
 
 @check("IDENT-013", clause=STOP_CLAUSE)
 def stop_verifies_the_end(ctx: Context) -> None:
-    """stop of a queued object returns only once it has ended (open shows it ended, or NotFound
-    once gone), and so does a second stop of it."""
+    """stop of a queued object returns only once it has ended, and so does a second stop.
+
+    Ended: open shows it ended, or NotFound once it is gone."""
     queued = ctx.start(ctx.plan(long_spec(ctx)))
     call(ctx, f"stop({queued.id}) of a queued object", lambda: ctx.backend.stop(queued))
     expect_ended(ctx, queued, "after stop of the queued object")
@@ -1096,8 +1099,9 @@ def stop_verifies_the_end(ctx: Context) -> None:
 
 @check("IDENT-062", clause=STOP_CLAUSE, needs=Needs(faults=(Fault.IGNORE_NEXT_STOP,)))
 def stop_the_scheduler_ignored(ctx: Context) -> None:
-    """A stop the scheduler acknowledged and did not carry out is not claimed: OutcomeUnknown,
-    and the next stop ends the object."""
+    """A stop the scheduler acknowledged but did not carry out is not claimed: OutcomeUnknown.
+
+    The next stop, carried out, ends the object."""
     # Only a read-back tells the acknowledged stop from the one carried out.
     ignored = ctx.start(ctx.plan(long_spec(ctx)))
     ctx.faults.ignore_next_stop(ignored)
@@ -1117,8 +1121,7 @@ def stop_the_scheduler_ignored(ctx: Context) -> None:
 
 @check("IDENT-063", clause=STOP_CLAUSE, needs=Needs(faults=(Fault.LET_RUN,)))
 def stop_of_a_running_object(ctx: Context) -> None:
-    """stop of a running object returns only once it has ended (open shows it ended, or
-    NotFound once gone)."""
+    """stop of a running object returns only once it has ended (open shows it ended, or gone)."""
     running = ctx.start(ctx.plan(long_spec(ctx)))
     run(ctx, running)
     call(ctx, f"stop({running.id}) of a running object", lambda: ctx.backend.stop(running))
@@ -1131,8 +1134,9 @@ def stop_of_a_running_object(ctx: Context) -> None:
     needs=Needs(faults=(Fault.LET_RUN, Fault.REQUEUE_UNDERNEATH)),
 )
 def stop_while_a_requeue_is_under_way(ctx: Context) -> None:
-    """A stop while the scheduler's requeue of the object is under way ends it, wherever the
-    requeue leaves it; meanwhile open's restart count says it was requeued."""
+    """A stop while the scheduler's requeue of the object is under way ends it, wherever it is.
+
+    Meanwhile open's restart count says the scheduler requeued it."""
     requeued = ctx.start(ctx.plan(long_spec(ctx)))
     ran = run(ctx, requeued)
     ctx.faults.requeue_underneath(requeued, in_flight=True)
@@ -1180,8 +1184,9 @@ def timed_out_stop_reads_back(ctx: Context) -> None:
     needs=Needs(faults=(Fault.LET_RUN, Fault.FAIL_EVERY_TRY)),
 )
 def stop_every_try_timed_out(ctx: Context) -> None:
-    """A stop whose every try within the call times out before its effect returns only with
-    the object ended, else OutcomeUnknown (Kubernetes: an API server answering 500)."""
+    """A stop whose every try times out before its effect returns only with the object ended.
+
+    Else OutcomeUnknown (Kubernetes: an API server answering 500 for a while)."""
     second = ctx.start(ctx.plan(long_spec(ctx)))
     run(ctx, second)
     ctx.faults.fail_every_try("stop")

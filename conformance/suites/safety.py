@@ -88,8 +88,10 @@ def first_execution(ctx: Context, spec: JobSpec) -> list[dict[str, str]]:
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS,)),
 )
 def hostile_values_reach_the_job(ctx: Context) -> None:
-    """Hostile env values reach every rank exactly as given (a Kubernetes API server expands
-    ``$(VAR)`` and turns ``$$`` into ``$`` in env values: the adapter must escape them)."""
+    """Hostile env values reach every rank exactly as given.
+
+    A Kubernetes API server expands ``$(VAR)`` and turns ``$$`` into ``$`` in env values: the
+    adapter must escape them."""
     env = hostile_env(f"/tmp/dispatch-conformance-{ctx.job_id()}/{CANARY}")
     same_env(ctx, env, first_execution(ctx, ctx.spec(env=env)))
 
@@ -100,8 +102,7 @@ def hostile_values_reach_the_job(ctx: Context) -> None:
     needs=Needs(faults=(Fault.LET_RUN,), probes=(Probe.EXECUTIONS, Probe.HOST_PATHS)),
 )
 def hostile_values_never_run(ctx: Context) -> None:
-    """Nothing in hostile env values runs as shell: the canary file they would make is never
-    made, on the cluster's own filesystem."""
+    """Nothing in hostile env values runs as shell: the canary they would make is never made."""
     canary = f"{ctx.scratch_dir()}/{CANARY}"
     env = hostile_env(canary)
     ranks = first_execution(ctx, ctx.spec(env=env))

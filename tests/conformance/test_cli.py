@@ -376,17 +376,21 @@ def test_run_prints_progress_and_writes_every_report(
     report = json.loads((tmp_path / "report.json").read_text())
     totals = report["totals"]
     assert totals["total"] == 2 * len(selected)
+    assert lines[-1].startswith(("passed: core ", "failed: core "))  # the verdict, last
     assert (
-        lines[-1]
+        lines[-2]
         == f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped"
     )
     assert code == (1 if totals["failed"] else 0)
     assert report["run"]["seed"] == 3 and report["run"]["tier"] == "smoke"
     # Each harness with its spec and the identity model it declares.
-    assert report["run"]["harnesses"] == [
+    assert [
+        {k: v for k, v in h.items() if k != "profiles"} for h in report["run"]["harnesses"]
+    ] == [
         {"label": "toy", "spec": TOY, "identity": BY_NAME.as_dict()},
         {"label": "toy-label", "spec": f"{HERE}:label_harness", "identity": BY_LABEL.as_dict()},
     ]
+    assert [p["name"] for p in report["run"]["harnesses"][0]["profiles"]] == ["core"]
     assert report["run"]["harnesses"][1]["identity"]["lookup"] == "label"
     row = report["results"][0]
     assert set(row) >= {"id", "rule", "clause", "harness", "outcome", "reason", "duration", "seed"}
@@ -394,7 +398,7 @@ def test_run_prints_progress_and_writes_every_report(
     assert set(report["capabilities"]) == {"toy", "toy-label"}
     assert len(report["capabilities"]["toy"]["answers"]) == 14
 
-    assert report["schema_version"] == 2
+    assert report["schema_version"] == 3
     assert report["verdict"] == ("failed" if totals["failed"] else "passed")
     assert report["failures"] == [
         {k: r[k] for k in ("harness", "id", "rule", "clause", "adapter", "replay")}
@@ -580,7 +584,7 @@ def test_run_passes_with_exit_status_0(capsys: pytest.CaptureFixture[str], tmp_p
         str(tmp_path),
     )
     assert (code, err) == (0, "")
-    assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    assert out.splitlines()[-2] == "1 passed, 0 failed, 0 skipped"
     assert "  passed   CAP-001" in out
 
 
@@ -598,10 +602,10 @@ def test_a_failing_check_exits_1_with_its_reason(
     # The replay names the harness as the run did, so it can be pasted back.
     assert f"replay: dispatch-conformance run --harness {spec} --check CAP-001 --seed 0" in out
     assert "failed: broken::CAP-001" in out
-    assert out.splitlines()[-1] == "0 passed, 1 failed, 0 skipped"
+    assert out.splitlines()[-2] == "0 passed, 1 failed, 0 skipped"
 
     report = json.loads((tmp_path / "report.json").read_text())
-    assert (report["schema_version"], report["verdict"]) == (2, "failed")
+    assert (report["schema_version"], report["verdict"]) == (3, "failed")
     [row] = report["results"]
     assert (row["harness"], row["outcome"]) == ("broken", "failed")
     assert "OutputRetained" in row["reason"]
@@ -671,7 +675,7 @@ def test_skips_carry_their_reasons_and_xfail_on_is_strict(
     assert {s.get("message") for s in junit.iter("skipped")} == {
         reason for outcome, reason in outcomes.values() if outcome == "skipped"
     }
-    assert out.splitlines()[-1] == "1 passed, 2 failed, 3 skipped"
+    assert out.splitlines()[-2] == "1 passed, 2 failed, 3 skipped"
 
 
 def test_a_lacking_need_skips_before_any_backend_with_one_reason_everywhere(
@@ -970,6 +974,8 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "harness cannot inject ignore_next_write",
         "harness cannot inject race_next_write",
         "harness cannot inject fail_between_steps",
+        "harness cannot inject fail_every_try",
+        "harness cannot inject lose_next_reply:",
         "harness cannot inject recreate",
         "harness cannot inject requeue_underneath(held)",
         "harness cannot inject disable_history",

@@ -262,7 +262,7 @@ def test_a_disk_that_fills_up_at_the_end_is_one_line_and_exit_2(
         str(tmp_path),
     )
     assert code == 2
-    assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    assert out.splitlines()[-2] == "1 passed, 0 failed, 0 skipped"
     assert "reports: " not in out
     assert one_line_error(err) == ERROR + (
         f"cannot write the reports to --report-dir {tmp_path}: No space left on device"
@@ -318,7 +318,7 @@ def test_a_harness_whose_new_backend_raises_is_a_harness_error(
     )
     assert "adapter: crashed" not in out
     assert "harness errors: no-backend::CAP-001" in lines
-    assert lines[-1] == "0 passed, 0 failed, 0 skipped, 1 harness error"
+    assert lines[-2] == "0 passed, 0 failed, 0 skipped, 1 harness error"
 
     report = json.loads((tmp_path / "report.json").read_text())
     [row] = report["results"]
@@ -359,7 +359,7 @@ def test_a_fault_injector_that_raises_is_a_harness_error(
             "RuntimeError: scheduler socket gone"
         ) in out.splitlines()
     assert re.search(where_line("let_run"), out)
-    assert out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped, 2 harness errors"
+    assert out.splitlines()[-2] == "0 passed, 0 failed, 0 skipped, 2 harness errors"
 
 
 def test_a_harness_whose_close_raises_exits_3(
@@ -376,7 +376,7 @@ def test_a_harness_whose_close_raises_exits_3(
         str(tmp_path),
     )
     assert code == 3
-    assert out.splitlines()[-1] == "1 passed, 0 failed, 0 skipped"
+    assert out.splitlines()[-2] == "1 passed, 0 failed, 0 skipped"
     assert re.fullmatch(
         re.escape(
             ERROR + "harness error: closing harness bad-close failed: OSError: cannot remove "
@@ -411,7 +411,7 @@ def test_a_harness_whose_end_raises_makes_the_check_an_error(
         "      [CAP-001] cleanup failed after the check passed: the harness's end(CAP-001) raised "
         "RuntimeError: could not remove the namespace of CAP-001 (at "
     ) in out
-    assert out.splitlines()[-1] == "0 passed, 0 failed, 0 skipped, 1 harness error"
+    assert out.splitlines()[-2] == "0 passed, 0 failed, 0 skipped, 1 harness error"
     [row] = json.loads((tmp_path / "report.json").read_text())["results"]
     assert row["outcome"] == "error"
 
@@ -470,7 +470,7 @@ def test_a_harness_error_outranks_a_failed_check(
         str(tmp_path),
     )
     assert code == 3
-    assert out.splitlines()[-1] == "0 passed, 1 failed, 0 skipped, 1 harness error"
+    assert out.splitlines()[-2] == "0 passed, 1 failed, 0 skipped, 1 harness error"
 
 
 def test_matrix_and_preflight_say_a_harness_error(

@@ -231,9 +231,15 @@ def test_report_dir_gets_every_report(pytester: pytest.Pytester) -> None:
     )
     report = json.loads((reports / "report.json").read_text())
     assert report["run"]["runner"] == "pytest"
-    assert report["run"]["harnesses"] == [
+    assert [
+        {k: v for k, v in h.items() if k != "profiles"} for h in report["run"]["harnesses"]
+    ] == [
         {"label": "toy", "spec": TOY, "identity": BY_NAME.as_dict()},
         {"label": "broken", "spec": f"{HERE}:broken_harness", "identity": BY_NAME.as_dict()},
+    ]
+    assert [p["result"] for h in report["run"]["harnesses"] for p in h["profiles"]] == [
+        "partial",  # the run selected one check of core
+        "failed",
     ]
     assert [(r["harness"], r["id"], r["outcome"]) for r in report["results"]] == [
         ("toy", "CAP-001", "passed"),

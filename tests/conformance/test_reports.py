@@ -170,7 +170,7 @@ def test_what_the_adapter_did_is_a_field_and_the_line_of_the_message(
     document = report_json(list(results.values()), [], RunInfo("cli", [("toy", TOY)], 3, "smoke"))
     document = json.loads(json.dumps(document))
     assert (document["schema_version"], document["verdict"]) == (SCHEMA_VERSION, "failed")
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     assert [f["id"] for f in document["failures"]] == ["TEST-982", "TEST-985"]
     first = document["failures"][0]
     assert set(first) == set(FAILURE_FIELDS)

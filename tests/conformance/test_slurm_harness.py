@@ -39,8 +39,10 @@ from adapters.slurm.testing.lookalikes import (
 from adapters.slurm.testing.sim import (
     NO_IMAGES,
     NO_RECREATE,
+    NO_RETRIES,
     NO_SELF_RESTARTS,
     NO_STALL,
+    NO_TOUCHED,
     SimFaults,
     SlurmSimHarness,
 )
@@ -467,6 +469,8 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
             "self_restarts": NO_SELF_RESTARTS,
             "images": NO_IMAGES,  # no container image: ContainerImage no
             "stall_teardown": NO_STALL,  # a finished job is never requeued
+            "race_next_write:touched": NO_TOUCHED,  # no version on a write
+            "fail_every_try": NO_RETRIES,  # the adapter retries no write
         }
         if job_comment:
             expected["lose_identity_history"] = (
@@ -628,22 +632,23 @@ def test_scratch_is_the_login_directory_and_goes_with_the_cluster() -> None:
 SIM_HARNESSES = ("slurm-sim", "slurm-sim-nocomment")
 CANNOT = {
     # The faults and probes each harness cannot provide, by design (the skip it must give).
-    # race_next_write(hold, touched): slurmctld's writes carry no precondition to miss
+    # race_next_write:touched: slurmctld's writes carry no precondition to miss;
+    # fail_every_try: the Slurm adapter retries no write
     "slurm-sim": (
         "lose_identity_history",
         "recreate",
         "self_restarts",
         "images",
-        "race_next_write(hold, touched)",
-        "race_next_write(requeue, touched)",
+        "race_next_write:touched",
+        "fail_every_try",
         "stall_teardown",
     ),
     "slurm-sim-nocomment": (
         "recreate",
         "self_restarts",
         "images",
-        "race_next_write(hold, touched)",
-        "race_next_write(requeue, touched)",
+        "race_next_write:touched",
+        "fail_every_try",
         "stall_teardown",
     ),
 }

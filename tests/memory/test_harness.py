@@ -99,6 +99,14 @@ def test_what_each_shape_offers_and_lacks() -> None:
         "ended object's run down at once: no requeue waits for it)",
         "hold_edge": "harness cannot inject hold_edge (the memory adapter numbers an object's "
         "holds by their count, not from a clock: no clock reaches an edge of its numbering)",
+        "race_next_write:touched": "harness cannot inject race_next_write:touched (the memory "
+        "cluster's writes carry no version another writer could move)",
+        "fail_every_try": "harness cannot inject fail_every_try (the memory adapter retries no "
+        "write within a call: fail_before_effect is its every try)",
+        "lose_next_reply:failure": "harness cannot inject lose_next_reply:failure (the memory "
+        "adapter runs no command and reads no reply: a lost reply is a timeout)",
+        "lose_next_reply:garbled": "harness cannot inject lose_next_reply:garbled (the memory "
+        "adapter runs no command and reads no reply: a lost reply is a timeout)",
     }
     lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
     assert lacking == refused | {

@@ -434,7 +434,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         "stop_trusts_its_retry",
         _doc(StopTrustsItsRetry),
         StopTrustsItsRetry,
-        only=("IDENT-020",),
+        only=("IDENT-068",),
     ),
     Broken(
         "requeue_forgets_restarts",

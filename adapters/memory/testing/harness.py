@@ -155,6 +155,22 @@ REFUSED: Final[Mapping[str, str]] = {
         "hold_edge (the memory adapter numbers an object's holds by their count, not from a "
         "clock: no clock reaches an edge of its numbering)"
     ),
+    race_need(Race.TOUCHED): (
+        "race_next_write:touched (the memory cluster's writes carry no version another writer "
+        "could move)"
+    ),
+    Fault.FAIL_EVERY_TRY: (
+        "fail_every_try (the memory adapter retries no write within a call: fail_before_effect "
+        "is its every try)"
+    ),
+    reply_loss_need(ReplyLoss.FAILURE): (
+        "lose_next_reply:failure (the memory adapter runs no command and reads no reply: a lost "
+        "reply is a timeout)"
+    ),
+    reply_loss_need(ReplyLoss.GARBLED): (
+        "lose_next_reply:garbled (the memory adapter runs no command and reads no reply: a lost "
+        "reply is a timeout)"
+    ),
 }
 """What neither shape provides, and why (the text after ``harness cannot inject``)."""
 KUBE_REFUSED: Final[Mapping[str, str]] = {

@@ -207,6 +207,32 @@ class TrustsTheSbatchId(SlurmBackend):
         return line
 
 
+class FailureIsARefusal(SlurmBackend):
+    """start reads sbatch's "Unable to contact slurm controller" as a refusal (Rejected): the
+    job may well have landed, and the caller is told it never will."""
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        done = super().command(op, argv, stdin)
+        if op == "sbatch" and "Unable to contact" in done.stderr:
+            done.stderr = "sbatch: error: Batch job submission failed: refused\n"
+        return done
+
+
+class EmptyAnswerLandedNothing(SlurmBackend):
+    """start takes an sbatch that exited 0 and printed nothing for one that submitted nothing:
+    OutcomeUnknown at once, without looking for the job it may have submitted."""
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        done = super().command(op, argv, stdin)
+        if op == "sbatch" and done.returncode == 0 and not done.stdout.strip():
+            raise OutcomeUnknown(f"{self.name}: sbatch printed no job id")
+        return done
+
+
 class DisabledHistoryUnknown(SlurmBackend):
     """A sacct that says accounting storage is disabled is taken for a failed read: on a
     cluster that keeps no history, find raises OutcomeUnknown instead of showing the live
@@ -431,12 +457,17 @@ class BrokenSimHarness(SlurmSimHarness):
 
 
 CATALOGUE: Final[Sequence[Broken]] = (
-    Broken("env_double_quoted", EnvDoubleQuoted.__doc__ or "", EnvDoubleQuoted, only=("SAFE-001",)),
+    Broken(
+        "env_double_quoted",
+        EnvDoubleQuoted.__doc__ or "",
+        EnvDoubleQuoted,
+        only=("SAFE-001", "SAFE-006"),
+    ),
     Broken(
         "work_dir_cd_in_script",
         WorkDirCdInScript.__doc__ or "",
         WorkDirCdInScript,
-        only=("SAFE-001",),
+        only=("SAFE-007",),
     ),
     Broken("command_unquoted", CommandUnquoted.__doc__ or "", CommandUnquoted, only=("SAFE-003",)),
     Broken(
@@ -462,10 +493,22 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-040",),
     ),
     Broken(
+        "failure_is_a_refusal",
+        FailureIsARefusal.__doc__ or "",
+        FailureIsARefusal,
+        only=("IDENT-065",),
+    ),
+    Broken(
+        "empty_answer_landed_nothing",
+        EmptyAnswerLandedNothing.__doc__ or "",
+        EmptyAnswerLandedNothing,
+        only=("IDENT-066",),
+    ),
+    Broken(
         "trusts_the_sbatch_id",
         TrustsTheSbatchId.__doc__ or "",
         TrustsTheSbatchId,
-        only=("IDENT-060",),
+        only=("IDENT-069",),
     ),
     Broken(
         "disabled_history_unknown",
@@ -544,7 +587,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         "requeues_a_pending_job",
         RequeuesAPendingJob.__doc__ or "",
         RequeuesAPendingJob,
-        only=("IDENT-058",),
+        only=("IDENT-058", "IDENT-070"),
     ),
 )
 """Every broken Slurm adapter, each wrong in exactly one way."""

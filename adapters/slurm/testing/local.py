@@ -40,7 +40,9 @@ from adapters.slurm.testing.lookalikes import (
 from adapters.slurm.testing.sim import (
     NO_IMAGES,
     NO_RECREATE,
+    NO_RETRIES,
     NO_SELF_RESTARTS,
+    NO_TOUCHED,
     SLURM_IDENTITY,
     SLURM_IMPOSSIBLE,
 )
@@ -54,8 +56,10 @@ from conformance.harness import (
     Host,
     LookAlike,
     Probe,
+    Race,
     ReplyLoss,
     look_alike_need,
+    race_need,
     reply_loss_need,
 )
 from dispatch_core import Clock, JobID, ObjectRef, Rejected, WallClock
@@ -96,6 +100,8 @@ OTHER_USER_REFUSED: Final = (
 )
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.RECREATE: NO_RECREATE,
+    race_need(Race.TOUCHED): NO_TOUCHED,
+    Fault.FAIL_EVERY_TRY: NO_RETRIES,
     Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
     "job on it)",
     Fault.PREEMPT: "harness cannot inject preempt (a real preemption needs a PreemptType and a "

@@ -182,6 +182,14 @@ NO_STALL: Final = (
     "harness cannot inject stall_teardown (a finished Slurm job is never requeued: no requeue "
     "waits for an ended run to be taken down)"
 )
+NO_TOUCHED: Final = (
+    "harness cannot inject race_next_write:touched (scontrol update carries no version another "
+    "writer could move: a write that meets another's change simply lands)"
+)
+NO_RETRIES: Final = (
+    "harness cannot inject fail_every_try (the Slurm adapter retries no write within a call: "
+    "fail_before_effect is its every try)"
+)
 KEEPS_COMMENTS: Final = (
     "harness cannot inject lose_identity_history (this cluster's accounting keeps comments, "
     "AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
@@ -733,6 +741,10 @@ class SlurmSimHarness(Harness[SlurmBackend]):
             return NO_IMAGES
         if need == Fault.STALL_TEARDOWN:
             return NO_STALL
+        if need == race_need(Race.TOUCHED):
+            return NO_TOUCHED
+        if need == Fault.FAIL_EVERY_TRY:
+            return NO_RETRIES
         return super().lacks(need)
 
     def new_backend(self) -> SlurmBackend:
