@@ -253,11 +253,10 @@ def test_the_node_loss_scenario_keeps_slurm_s_guarantees_on_both_sides(
         f"{Windows.of(real.cluster).describe()}; {len(texts)} text differences "
         f"({sum(not d.explained for d in texts)} not explained by KNOWN_DIFFERENCES)"
     )
-    breaches = judge(real, sim)
-    assert breaches == [], (
-        "\n".join(map(str, breaches))
-        + "\n"
-        + fid.report(
-            [fid.Outcome(real.scenario, real.mode, len(real.steps), texts, wall=real.wall)]
-        )
+    text_report = fid.report(
+        [fid.Outcome(real.scenario, real.mode, len(real.steps), texts, wall=real.wall)]
     )
+    if any(not d.explained for d in texts):  # information: the timing is the cluster's
+        print(text_report)
+    breaches = judge(real, sim)
+    assert breaches == [], "\n".join(map(str, breaches)) + "\n" + text_report
