@@ -36,6 +36,7 @@ from conformance.harness import (
     HarnessUnavailable,
     Host,
     IdentityModel,
+    Listed,
     Probe,
     Signalled,
     fault_needs,
@@ -475,6 +476,9 @@ class GuardedHarness(Harness[Backend]):
     def inventory(self, backend: Backend) -> Sequence[str]:
         return self.guard("inventory()", lambda: self.inner.inventory(backend))
 
+    def listing(self, backend: Backend) -> Mapping[str, Listed]:
+        return self.guard("listing()", lambda: self.inner.listing(backend))
+
     def close(self) -> None:
         self.guard("close()", self.inner.close)
 
@@ -574,6 +578,11 @@ class Context:
         """The native ids of the user's objects on the target that have not ended (the
         harness's :meth:`Harness.inventory`)."""
         return set(self.harness.inventory(self.backend))
+
+    def listing(self) -> dict[str, Listed]:
+        """The scheduler's own view of the user's objects (the harness's
+        :meth:`Harness.listing`): the oracle, read without the adapter."""
+        return dict(self.harness.listing(self.backend))
 
     def job_id(self) -> JobID:
         """A new job id: the harness clock's time, and randomness drawn from the check's seed."""

@@ -277,6 +277,30 @@ class Probe(StrEnum):
     SELF_RESTARTS = "self_restarts"
     """:meth:`Harness.self_restarting_spec`: a spec whose object the scheduler itself reruns in
     place after a failed execution, a bounded number of times, before it ends failed."""
+    LISTING = "listing"
+    """:meth:`Harness.listing`: the scheduler's own view of the user's objects and their states
+    (the oracle the observation checks hold the adapter's answers to)."""
+
+
+class Shown(StrEnum):
+    """An object's state as the scheduler's own listing shows it (:meth:`Harness.listing`)."""
+
+    PENDING = "pending"
+    """Queued or held: not started (Slurm: PENDING; Kubernetes: a suspended or not yet running
+    TrainJob)."""
+    RUNNING = "running"
+    """Started and not yet ended, ending included (Slurm: RUNNING, COMPLETING)."""
+    ENDED = "ended"
+    """Ended, still in the live view (Slurm: COMPLETED, CANCELLED, FAILED, ...)."""
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One object of :meth:`Harness.listing`: its state and the job its lookup key names (the
+    ``JobID`` text; None when the key names no job: someone else's object)."""
+
+    state: Shown
+    job: str | None
 
 
 @dataclass(frozen=True)
@@ -743,6 +767,16 @@ class Harness(ABC, Generic[B]):
         :class:`CannotInject` ("inventory") when the harness cannot list them."""
         raise CannotInject(Probe.INVENTORY.value)
 
+    def listing(self, backend: B) -> Mapping[str, Listed]:
+        """The scheduler's own view of the user's objects on ``backend``'s target: each object
+        its live view holds (ended ones included until they leave it), by native id as
+        ``ObjectRef.id`` names it, with its state and the job its lookup key names. Read from
+        the target, never through the adapter: it is the oracle that the observation checks
+        hold the adapter's answers to. Cheap enough to call a few times in a check. Raise
+        :class:`CannotInject` ("listing") when the harness cannot read it; offer
+        :attr:`Probe.LISTING` in :attr:`offers` when it can."""
+        raise CannotInject(Probe.LISTING.value)
+
     def close(self) -> None:
         """Release what the harness holds (called once, after the last check)."""
 
@@ -757,12 +791,14 @@ __all__ = [
     "HarnessUnavailable",
     "Host",
     "IdentityModel",
+    "Listed",
     "LocalHost",
     "LookAlike",
     "Lookup",
     "Probe",
     "Race",
     "ReplyLoss",
+    "Shown",
     "Signalled",
     "advance_to_residue",
     "fault_needs",

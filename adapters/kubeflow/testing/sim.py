@@ -69,11 +69,13 @@ from conformance.harness import (
     FaultInjector,
     Harness,
     IdentityModel,
+    Listed,
     LookAlike,
     Lookup,
     Probe,
     Race,
     ReplyLoss,
+    Shown,
     advance_to_residue,
     look_alike_need,
     race_need,
@@ -220,6 +222,7 @@ SIM_OFFERS: Final = frozenset(
         Probe.EXECUTIONS,
         Probe.IMAGES,
         Probe.INVENTORY,
+        Probe.LISTING,
         Probe.PREFLIGHT,
     ]
 )
@@ -671,6 +674,31 @@ class SimCluster:
             runs[(*key, index)] = run + 1
             groups.setdefault((*key, run), []).append((index, start))
         return [[s for _, s in sorted(ranks, key=lambda r: r[0])] for ranks in groups.values()]
+
+    def listing(self) -> dict[str, Listed]:
+        """Every TrainJob of the user's namespace, as the API server shows it: ended when a
+        Complete or Failed condition is true; running while a pod of it runs (a terminating
+        one too: its processes have not ended); else pending. Its job is what its
+        ``dispatch/job`` label names (the job's id, exactly)."""
+        self.sync()
+        listed: dict[str, Listed] = {}
+        for tj in self.sim.store.select(TRAINJOBS, NAMESPACE):
+            metadata = tj["metadata"]
+            jobsets = {str(js["metadata"]["uid"]) for js in self.jobsets(tj)}
+            running = any(
+                pod["metadata"].get("labels", {}).get(JOBSET_UID) in jobsets
+                and pod.get("status", {}).get("phase") == "Running"
+                for pod in self.sim.store.select(PODS, NAMESPACE)
+            )
+            if self.finished(tj):
+                shown = Shown.ENDED
+            elif running:
+                shown = Shown.RUNNING
+            else:
+                shown = Shown.ENDED if metadata.get("deletionTimestamp") else Shown.PENDING
+            job = (metadata.get("labels") or {}).get("dispatch/job")
+            listed[f"{NAMESPACE}/{metadata['name']}"] = Listed(shown, str(job) if job else None)
+        return listed
 
     def inventory(self) -> list[str]:
         """Every TrainJob in the user's namespace that has not ended."""
@@ -1269,6 +1297,9 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
 
     def inventory(self, backend: KubeflowBackend) -> Sequence[str]:
         return self.cluster_of(backend).inventory()
+
+    def listing(self, backend: KubeflowBackend) -> Mapping[str, Listed]:
+        return self.cluster_of(backend).listing()
 
 
 def kubeflow_sim() -> KubeflowSimHarness:

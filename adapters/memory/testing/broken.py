@@ -106,6 +106,49 @@ class FindDropsForeign(MemoryBackend):
         return [seen for seen in super().find(job_id) if not seen.foreign]
 
 
+class FindDropsEnded(MemoryBackend):
+    """find leaves out the job's objects that have ended, though the scheduler still lists
+    them (a query of live jobs only)."""
+
+    def find(self, job_id: JobID) -> list[Observation]:
+        return [seen for seen in super().find(job_id) if not seen.state.ended]
+
+
+class PendingShownRunning(MemoryBackend):
+    """open reports a queued object as running (a scheduler state word read as the wrong
+    coarse state)."""
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        if seen.state is State.QUEUED:
+            return seen.model_copy(update={"state": State.RUNNING})
+        return seen
+
+
+class StopReturnsBeforeTheEnd(MemoryBackend):
+    """stop sends the cancel and returns at once, and from then on reports the object
+    cancelled from its own note, while the scheduler has not ended it (the cancel never
+    arrives here: a scheduler that ends jobs some time after the request)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.asked: set[str] = set()
+
+    def stop(self, ref: ObjectRef) -> None:
+        self.cluster.tick()
+        try:
+            self._checked(ref)
+        except NotFound:
+            return
+        self.asked.add(ref.uid)
+
+    def _observe(self, job: Job) -> Observation:
+        seen = super()._observe(job)
+        if job.uid in self.asked and not seen.state.ended:
+            return seen.model_copy(update={"state": State.CANCELLED})
+        return seen
+
+
 _LENIENT: Final = re.compile(r"\s*dispatch\s*:\s*s\s*=\s*\+?(\d+)\s*;\s*a\s*=\s*\+?(\d+)\s*", re.I)
 
 
@@ -641,6 +684,13 @@ CATALOGUE: Final[Sequence[Broken]] = (
         cluster=SecondRankLosesEpoch,
     ),
     Broken("find_drops_foreign", FindDropsForeign.__doc__ or "", FindDropsForeign),
+    Broken("find_drops_ended", FindDropsEnded.__doc__ or "", FindDropsEnded),
+    Broken("pending_shown_running", PendingShownRunning.__doc__ or "", PendingShownRunning),
+    Broken(
+        "stop_returns_before_the_end",
+        StopReturnsBeforeTheEnd.__doc__ or "",
+        StopReturnsBeforeTheEnd,
+    ),
     Broken("requeue_keeps_submit", RequeueKeepsSubmit.__doc__ or "", cluster=RequeueKeepsSubmit),
     Broken("no_attempt_injection", NoAttemptInjection.__doc__ or "", NoAttemptInjection),
     Broken("rules_in_table_order", RulesInTableOrder.__doc__ or "", RulesInTableOrder),
@@ -765,3 +815,6 @@ open_ignores_history = _factory("open_ignores_history")
 
 __all__ = ["BY_NAME", "CATALOGUE", "Broken", "BrokenHarness", *BY_NAME]
 start_returns_an_earlier_submission = _factory("start_returns_an_earlier_submission")
+find_drops_ended = _factory("find_drops_ended")
+pending_shown_running = _factory("pending_shown_running")
+stop_returns_before_the_end = _factory("stop_returns_before_the_end")

@@ -38,12 +38,14 @@ from conformance.harness import (
     Harness,
     Host,
     IdentityModel,
+    Listed,
     LocalHost,
     LookAlike,
     Lookup,
     Probe,
     Race,
     ReplyLoss,
+    Shown,
     look_alike_need,
     race_need,
     reply_loss_need,
@@ -86,6 +88,7 @@ _EVERY_SHAPE: Final = frozenset(
         Probe.HOST_PATHS,
         Probe.INVENTORY,
         Probe.PREFLIGHT,
+        Probe.LISTING,
     ]
 )
 OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
@@ -643,12 +646,36 @@ class MemoryHarness(Harness[MemoryBackend]):
         """This host's filesystem (the memory scheduler's ranks "run" where they are told)."""
         return LocalHost()
 
+    def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+        """The user's objects the cluster holds (purged ones are gone), each with its state and
+        the job its key names: its name on the Slurm shape, its job label on the other."""
+        return {
+            j.native_id: Listed(_shown(j.state), _keyed(j))
+            for j in backend.cluster.jobs.values()
+            if j.owner == "me" and not j.purged
+        }
+
     def inventory(self, backend: MemoryBackend) -> Sequence[str]:
         """The user's objects the cluster holds that have not ended (look-alikes of the
         user's own included; another user's, or another namespace's, not)."""
         return [
             j.native_id for j in backend.cluster.jobs.values() if j.owner == "me" and not j.ended
         ]
+
+
+def _shown(state: State) -> Shown:
+    if state.ended:
+        return Shown.ENDED
+    return Shown.RUNNING if state is State.RUNNING else Shown.PENDING
+
+
+def _keyed(job: Job) -> str | None:
+    """The job the object's lookup key names exactly: its job label (the job's id in lower
+    case), else its ``dj-`` name (the id as it is)."""
+    if LABEL_JOB in job.labels:
+        value = job.labels[LABEL_JOB]
+        return value.upper() if value == value.lower() else None
+    return job.name[3:] if job.name.startswith("dj-") else None
 
 
 def memory_slurm() -> MemoryHarness:

@@ -45,6 +45,7 @@ from adapters.slurm.testing.sim import (
     NO_TOUCHED,
     SLURM_IDENTITY,
     SLURM_IMPOSSIBLE,
+    slurm_listed,
 )
 from adapters.slurm.testing.transport import CallFaults, command_words, lost_reply, program
 from conformance.harness import (
@@ -54,6 +55,7 @@ from conformance.harness import (
     Harness,
     HarnessUnavailable,
     Host,
+    Listed,
     LookAlike,
     Probe,
     Race,
@@ -86,6 +88,7 @@ LOCAL_OFFERS: Final = frozenset(
         Probe.EXECUTIONS,
         Probe.HOST_PATHS,
         Probe.COMMANDS,
+        Probe.LISTING,
     ]
 )
 """What slurm-local may offer; :meth:`SlurmLocalHarness.lacks` asks the cluster's
@@ -835,6 +838,18 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         self, backend: SlurmBackend, ref: ObjectRef
     ) -> Sequence[Sequence[Mapping[str, str]]]:
         return [tasks for _, tasks in self.runs(ref)]
+
+    def listing(self, backend: SlurmBackend) -> Mapping[str, Listed]:
+        """The user's jobs in squeue (every state slurmctld still holds), read by the
+        harness's own command, never the adapter's."""
+        done = self.command(["squeue", "-h", "-t", "all", "--me", "-o", "%i|%T|%j"])
+        if done.returncode != 0:
+            raise CannotInject(f"{Probe.LISTING.value} (squeue: {done.stderr.strip()})")
+        listed: dict[str, Listed] = {}
+        for line in done.stdout.splitlines():
+            native, state, name = line.split("|", 2)
+            listed[native] = slurm_listed(name, state)
+        return listed
 
     def host(self, backend: SlurmBackend) -> Host:
         """The cluster's filesystem through the harness's transport."""

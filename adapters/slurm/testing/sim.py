@@ -60,12 +60,14 @@ from conformance.harness import (
     Harness,
     Host,
     IdentityModel,
+    Listed,
     LocalHost,
     LookAlike,
     Lookup,
     Probe,
     Race,
     ReplyLoss,
+    Shown,
     Signalled,
     advance_to_residue,
     look_alike_need,
@@ -131,6 +133,29 @@ SLURM_IMPOSSIBLE: Final = frozenset(
 )
 """What no Slurm harness can show, by Slurm's nature (``Harness.impossible``)."""
 
+_PENDING_WORDS: Final = frozenset(
+    {"PENDING", "SPECIAL_EXIT", "REQUEUE_HOLD", "REQUEUED", "REQUEUE_FED", "RESV_DEL_HOLD"}
+)
+_RUNNING_WORDS: Final = frozenset(
+    {"RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT",
+     "RESIZING"}
+)  # fmt: skip
+
+
+def slurm_listed(name: str, state: str) -> Listed:
+    """A Slurm job as the oracle shows it: squeue's state word (pending, held or requeued;
+    running or ending; else ended) and the job its exact name names (``dj-<id>``)."""
+    word = state.rstrip("+")
+    shown = (
+        Shown.PENDING
+        if word in _PENDING_WORDS
+        else Shown.RUNNING
+        if word in _RUNNING_WORDS
+        else Shown.ENDED
+    )
+    return Listed(shown, name[3:] if name.startswith("dj-") else None)
+
+
 SIM_OFFERS: Final = frozenset(
     [
         Fault.LET_RUN,
@@ -161,6 +186,7 @@ SIM_OFFERS: Final = frozenset(
         Probe.SIGNALS,
         Probe.INVENTORY,
         Probe.PREFLIGHT,
+        Probe.LISTING,
     ]
 )
 """What both simulated clusters offer; ``slurm-sim-nocomment`` offers lose_identity_history
@@ -421,6 +447,17 @@ class SimCluster:
         if seq is None:
             return Signalled(received=(), ended=None)
         return Signalled(received=tuple(self.signalled.get(seq, ())), ended=self.ended_at.get(seq))
+
+    def listing(self) -> dict[str, Listed]:
+        """The user's jobs in slurmctld's memory (its live view), as squeue shows them."""
+        controller = self.sim.controller
+        controller.sync()
+        user = self.sim.config.user
+        return {
+            str(job.job_id): slurm_listed(job.name, job.state.value)
+            for job in controller.jobs.values()
+            if job.user == user
+        }
 
     def inventory(self) -> list[str]:
         """The ids of the user's jobs in slurmctld's memory that have not finished."""
@@ -770,6 +807,9 @@ class SlurmSimHarness(Harness[SlurmBackend]):
         self, backend: SlurmBackend, ref: ObjectRef
     ) -> Sequence[Sequence[Mapping[str, str]]]:
         return sim_cluster(backend).executions(ref)
+
+    def listing(self, backend: SlurmBackend) -> Mapping[str, Listed]:
+        return sim_cluster(backend).listing()
 
     def host(self, backend: SlurmBackend) -> Host:
         """This host's filesystem: the simulated jobs' scripts run here (the checks' scratch

@@ -1,0 +1,164 @@
+"""Observation (``OBS-``): the adapter's answers held to what the scheduler itself shows.
+
+Each check here needs no fault: it reads the harness's listing (:meth:`Harness.listing`, the
+oracle: which of the user's objects the scheduler's live view holds and in what state, read
+without the adapter) around the adapter's calls, so that a rule is checked on every harness
+that can list, not only on those that can inject. A listing is judged only where it is steady
+around the adapter's answer (the same before and after it), so a scheduler that moves on its
+own between two reads never makes a check fail."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.checks import CheckFailed, Context, Needs, check
+from conformance.harness import Listed, Probe, Shown
+from conformance.steps import call, found, long_spec, stop
+from conformance.suites.clauses import SEED_001
+from dispatch_core import DispatchError, JobID, NotFound, ObjectRef, Observation, State
+from dispatch_core.clock import pause
+
+LISTING: Final = Needs(probes=(Probe.LISTING,))
+STOP_CLAUSE: Final = f"{SEED_001}, The identity check: Stop also checks that the job ended"
+SHOWN: Final = {
+    State.QUEUED: Shown.PENDING,
+    State.HELD: Shown.PENDING,
+    State.RUNNING: Shown.RUNNING,
+    State.SUCCEEDED: Shown.ENDED,
+    State.FAILED: Shown.ENDED,
+    State.CANCELLED: Shown.ENDED,
+}
+"""What the scheduler's listing shows of an object open answers in each state (unknown: no
+claim to hold it to)."""
+
+
+def listed(ctx: Context, ref: ObjectRef) -> Listed | None:
+    """The ref's object in the scheduler's own listing (None: its live view has it no more)."""
+    return ctx.listing().get(ref.id)
+
+
+def of_job(ctx: Context, job: JobID) -> list[str]:
+    """The objects whose key names ``job``, in the scheduler's own listing."""
+    return sorted(native for native, seen in ctx.listing().items() if seen.job == str(job))
+
+
+def ended_by_the_scheduler(ctx: Context, ref: ObjectRef, what: str) -> None:
+    seen = listed(ctx, ref)
+    ctx.expect(
+        seen is None or seen.state is Shown.ENDED,
+        f"{what} returned, but the scheduler's own listing shows {ref.id} "
+        f"{seen.state.value if seen else 'gone'}: the object has not ended",
+    )
+
+
+@check("OBS-001", clause=STOP_CLAUSE, needs=LISTING)
+def stop_ends_it_by_the_scheduler(ctx: Context) -> None:
+    """stop returns only once the scheduler's own listing shows the object ended, or gone."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    stop(ctx, ref)
+    ended_by_the_scheduler(ctx, ref, f"stop({ref.id})")
+    stop(ctx, ref, "again")
+    ended_by_the_scheduler(ctx, ref, f"a second stop({ref.id})")
+
+
+def agrees(ctx: Context, ref: ObjectRef, when: str) -> Shown | None:
+    """open's state against the listing read just before and just after it: where the two
+    readings agree, open must show the same (NotFound only for an object the listing no
+    longer holds). The steady state, or None."""
+    before = listed(ctx, ref)
+    try:
+        seen: Observation | None = ctx.backend.open(ref)
+    except NotFound as error:
+        seen, gone = None, error
+    except DispatchError as error:
+        raise CheckFailed(
+            f"open({ref.id}) {when} raised {type(error).__name__} ({error})"
+        ) from None
+    after = listed(ctx, ref)
+    if seen is None:
+        if before is not None and after is not None:
+            ctx.fail(
+                f"open({ref.id}) {when} raised NotFound ({gone}), while the scheduler's own "
+                f"listing shows it {after.state.value}"
+            )
+        return None
+    if before is None or after is None or before.state is not after.state:
+        return None
+    claimed = SHOWN.get(seen.state)
+    ctx.expect(
+        claimed is None or claimed is before.state,
+        f"open({ref.id}) {when} showed it {seen.state.value}, while the scheduler's own listing "
+        f"showed it {before.state.value} just before and just after",
+    )
+    return before.state
+
+
+@check(
+    "OBS-002",
+    clause="DESIGN §4, Observations: a coarse state; what cannot be told is unknown",
+    needs=LISTING,
+)
+def open_agrees_with_the_scheduler(ctx: Context) -> None:
+    """open's state is the scheduler's own: pending as pending, running as running, ended too."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    agrees(ctx, ref, "right after its start")
+    pause(ctx.clock, ctx.harness.schedule_within)  # the scheduler may start it meanwhile
+    agrees(ctx, ref, f"{ctx.harness.schedule_within:.0f} s after its start")
+    stop(ctx, ref)
+    agrees(ctx, ref, "after its stop")
+
+
+@check(
+    "OBS-003",
+    clause=f"{SEED_001}, The name: Find asks for your jobs with that name, in any state",
+    needs=LISTING,
+)
+def find_keeps_what_the_scheduler_lists(ctx: Context) -> None:
+    """find reports every object of the job that the scheduler's own listing holds, ended too."""
+    plan = ctx.plan(long_spec(ctx))
+    ended = ctx.start(plan, submission=1, attempt=1)
+    stop(ctx, ended, "of submission 1")
+    live = ctx.start(plan, submission=2, attempt=1)
+    listing = ctx.listing()
+    seen = found(ctx, plan.job, "with submission 1 stopped and submission 2 started")
+    mine = sorted(native for native, entry in listing.items() if entry.job == str(plan.job))
+    after = ctx.listing()
+    # Held to what the listing shows steadily around find: the stopped object is among it
+    # where the scheduler keeps ended objects in its live view (Slurm, for MinJobAge).
+    steady = [n for n in mine if n in after and after[n].state is listing[n].state]
+    missing = [n for n in steady if n not in seen]
+    ctx.expect(
+        not missing,
+        f"find left out {missing}, which the scheduler's own listing shows as the job's "
+        f"({', '.join(f'{n}: {listing[n].state.value}' for n in steady)}; submission 1 is "
+        f"{ended.id}, submission 2 {live.id})",
+    )
+
+
+@check(
+    "OBS-004",
+    clause="DESIGN §12, Idempotent on (job, submission)",
+    needs=LISTING,
+)
+def one_object_per_submission_by_the_scheduler(ctx: Context) -> None:
+    """Starting a submission again, or from a reopened adapter, makes no second object of it."""
+    plan = ctx.plan(long_spec(ctx))
+    first = ctx.start(plan, submission=1, attempt=1)
+    call(ctx, "a second start of submission 1", lambda: ctx.backend.start(plan, 1, 1))
+    reopened = ctx.reopen()
+    call(ctx, "start of submission 1 by a reopened adapter", lambda: reopened.start(plan, 1, 1))
+    second = ctx.start(plan, submission=2, attempt=1)
+    objects = of_job(ctx, plan.job)
+    ctx.expect(
+        objects == sorted({first.id, second.id}),
+        f"the scheduler's own listing shows objects {objects} for the job after submission 1 "
+        f"was started three times ({first.id}) and submission 2 once ({second.id})",
+    )
+
+
+__all__ = [
+    "find_keeps_what_the_scheduler_lists",
+    "one_object_per_submission_by_the_scheduler",
+    "open_agrees_with_the_scheduler",
+    "stop_ends_it_by_the_scheduler",
+]
