@@ -31,15 +31,18 @@ from conformance.harness import (
     HarnessUnavailable,
     Host,
     IdentityModel,
+    Listed,
     LocalHost,
     LookAlike,
     Lookup,
     Probe,
     Race,
     ReplyLoss,
+    Shown,
     Signalled,
     look_alike_need,
     race_need,
+    reply_loss_need,
 )
 from conformance.plugin import suite_for
 from conformance.profiles import PROFILES, Profile, ProfileResult, judge_profiles
@@ -60,6 +63,7 @@ __all__ = [
     "HarnessUnavailable",
     "Host",
     "IdentityModel",
+    "Listed",
     "LocalHost",
     "LookAlike",
     "Lookup",
@@ -71,6 +75,7 @@ __all__ = [
     "Race",
     "ReplyLoss",
     "Result",
+    "Shown",
     "Signalled",
     "Skip",
     "SkippedFor",
@@ -80,6 +85,7 @@ __all__ = [
     "judge_profiles",
     "look_alike_need",
     "race_need",
+    "reply_loss_need",
     "run_check",
     "suite_for",
 ]
