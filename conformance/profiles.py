@@ -56,7 +56,7 @@ CORE: Final = Profile(
         *(f"IDENT-{n:03d}" for n in (1, 2, 3, 4, 6, 7, 8, 9, 10, 13, 14, 17, 18, 19, 20)),
         *(f"IDENT-{n:03d}" for n in (23, 24, 25, 54, 57, 60, 62, 63, 65, 66, 67, 68, 69)),
         "SAFE-001", "SAFE-002", "SAFE-003", "SAFE-006", "SAFE-007",
-        "OBS-001", "OBS-002", "OBS-003", "OBS-004",
+        "OBS-001", "OBS-002", "OBS-003", "OBS-004", "OBS-005",
         "STATE-001", "STATE-003", "STATE-004", "STATE-006",
         "STATE-011", "STATE-013", "STATE-014", "STATE-016",
     ),
@@ -90,7 +90,7 @@ PROFILES: Final[tuple[Profile, ...]] = (
     Profile(
         "extended/history",
         "what outlives the live view: accounting history, purges, lost or lagging history",
-        _ids("CAP-017", "IDENT-005", "IDENT-040", "IDENT-042", "IDENT-043"),
+        _ids("CAP-017", "IDENT-005", "IDENT-040", "IDENT-042", "IDENT-043", "HOLD-018"),
     ),
     Profile(
         "extended/causes",

@@ -211,6 +211,33 @@ def held_object_never_runs(ctx: Context) -> None:
 
 
 @check(
+    "HOLD-018",
+    clause=f"{SEED_001}, The comment: accounting keeps what squeue forgot; {SEED_000_HOLD}",
+    needs=Needs(
+        capabilities=(Capability.HOLD, Capability.ACCOUNTING_HISTORY),
+        faults=(Fault.PURGE,),
+        identity=("history_outlives_live",),
+    ),
+)
+def held_stopped_and_gone_stays_in_history(ctx: Context) -> None:
+    """A held object, stopped and gone from the live view, is still found and opened."""
+    holder = holder_of(ctx)
+    plan, ref, number = start_held(ctx, holder, lambda: ctx.plan(long_spec(ctx)))
+    stop(ctx, ref, f"of the object held by hold {number}")
+    ctx.faults.purge(ref)
+    what = f"the object held by hold {number}, stopped and gone from the live view"
+    seen = call(ctx, f"find({plan.job}) of {what}", lambda: ctx.backend.find(plan.job))
+    ctx.expect(
+        ref.id in {o.ref.id for o in seen},
+        f"find left out {ref.id}, {what}, though the adapter declares AccountingHistory yes "
+        "(its eligible time was far ahead while held: a history query whose window ends now "
+        "does not reach it)",
+    )
+    shown = call(ctx, f"open({ref.id}) of {what}", lambda: ctx.backend.open(ref))
+    ctx.expect(shown.state.ended, f"open showed {what} {shown.state}, not ended")
+
+
+@check(
     "HOLD-002",
     clause=f"{SEED_000_HOLD}: a hold survives Open",
     needs=Needs(capabilities=(Capability.HOLD,)),

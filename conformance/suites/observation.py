@@ -12,8 +12,16 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.checks import CheckFailed, Context, Needs, check
-from conformance.harness import Listed, Probe, Shown
-from conformance.steps import call, found, long_spec, stop
+from conformance.harness import (
+    CannotInject,
+    Fault,
+    Listed,
+    LookAlike,
+    Probe,
+    Shown,
+    look_alike_need,
+)
+from conformance.steps import call, end_and_reuse_next, found, long_spec, stop
 from conformance.suites.clauses import SEED_001
 from dispatch_core import DispatchError, JobID, NotFound, ObjectRef, Observation, State
 from dispatch_core.clock import pause
@@ -156,9 +164,47 @@ def one_object_per_submission_by_the_scheduler(ctx: Context) -> None:
     )
 
 
+@check(
+    "OBS-005",
+    clause=f"{SEED_001}, The identity check: ids are reused; the name is compared exactly",
+    needs=Needs(
+        faults=(
+            Fault.REUSE_ID_NEXT,
+            Fault.REQUEUE_UNDERNEATH,
+            look_alike_need(LookAlike.CASE_VARIANT),
+        ),
+        probes=(Probe.LISTING,),
+        identity=("reuses_ids",),
+    ),
+)
+def stop_spares_a_requeued_case_variant(ctx: Context) -> None:
+    """stop through a ref whose id a requeued case variant now holds leaves that object alone."""
+    plan = ctx.plan(long_spec(ctx))
+    stale = ctx.start(plan)
+    end_and_reuse_next(ctx, stale)
+    # Requeued, the occupant's submit is later than the ref's and its restart count above 0:
+    # only an exact comparison of the name tells it from the ref's object.
+    native = ctx.faults.inject_look_alike(plan.job, LookAlike.CASE_VARIANT, requeued=True)
+    form = ctx.faults.describe_look_alike(LookAlike.CASE_VARIANT)
+    if native != stale.id:
+        raise CannotInject(
+            f"reuse_id_next (the look-alike ({form}) took id {native}, not {stale.id})"
+        )
+    before = listed(ctx, stale)
+    stop(ctx, stale, "through the stale ref")
+    after = listed(ctx, stale)
+    was, now = (seen.state.value if seen else "gone" for seen in (before, after))
+    ctx.expect(
+        before is not None and after is not None and after.state is not Shown.ENDED,
+        f"stop({stale.id}) through the stale ref ended the look-alike ({form}, requeued) that "
+        f"now holds the id: the scheduler's own listing showed it {was}, then {now}",
+    )
+
+
 __all__ = [
     "find_keeps_what_the_scheduler_lists",
     "one_object_per_submission_by_the_scheduler",
     "open_agrees_with_the_scheduler",
     "stop_ends_it_by_the_scheduler",
+    "stop_spares_a_requeued_case_variant",
 ]

@@ -233,6 +233,48 @@ class EmptyAnswerLandedNothing(SlurmBackend):
         return done
 
 
+class AccountingWindowEndsNow(SlurmBackend):
+    """find and open ask accounting for the jobs eligible up to now (``sacct -E now``): a job
+    held (its eligible time far ahead), then stopped and purged, is in no such window, and
+    vanishes from find and open."""
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        if argv and argv[0] == "sacct" and "-E" in argv:
+            at = list(argv).index("-E") + 1
+            argv = [*argv[:at], "now", *argv[at + 1 :]]
+        return super().command(op, argv, stdin)
+
+
+class StopMatchesAnyCase(SlurmBackend):
+    """stop compares the job's name with the ref's without regard to case and cancels by id
+    alone: a requeued job holding the ref's id whose name differs only in case passes for the
+    ref's, and stop cancels it."""
+
+    _stopping = False
+
+    def stop(self, ref: ObjectRef) -> None:
+        self._stopping = True
+        try:
+            super().stop(ref)
+        finally:
+            self._stopping = False
+
+    def job_line(self, job_id: str) -> JobLine | None:
+        line = super().job_line(job_id)
+        if self._stopping and line is not None and line.name.lower().startswith("dj-"):
+            return dataclasses.replace(line, name="dj-" + line.name[3:].upper())
+        return line
+
+    def command(
+        self, op: str, argv: Sequence[str], stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        if op == "scancel":
+            argv = [word for word in argv if not word.startswith("--name=")]
+        return super().command(op, argv, stdin)
+
+
 class DisabledHistoryUnknown(SlurmBackend):
     """A sacct that says accounting storage is disabled is taken for a failed read: on a
     cluster that keeps no history, find raises OutcomeUnknown instead of showing the live
@@ -505,6 +547,18 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-066",),
     ),
     Broken(
+        "accounting_window_ends_now",
+        AccountingWindowEndsNow.__doc__ or "",
+        AccountingWindowEndsNow,
+        only=("HOLD-018",),
+    ),
+    Broken(
+        "stop_matches_any_case",
+        StopMatchesAnyCase.__doc__ or "",
+        StopMatchesAnyCase,
+        only=("OBS-005",),
+    ),
+    Broken(
         "trusts_the_sbatch_id",
         TrustsTheSbatchId.__doc__ or "",
         TrustsTheSbatchId,
@@ -631,3 +685,5 @@ disabled_history_unknown = _factory("disabled_history_unknown")
 no_comment_in_history_unknown = _factory("no_comment_in_history_unknown")
 failure_is_a_refusal = _factory("failure_is_a_refusal")
 empty_answer_landed_nothing = _factory("empty_answer_landed_nothing")
+accounting_window_ends_now = _factory("accounting_window_ends_now")
+stop_matches_any_case = _factory("stop_matches_any_case")
