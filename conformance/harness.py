@@ -31,10 +31,12 @@ class CannotInject(Exception):
 
     A harness whose whole target is absent (no cluster answers) says what is missing in
     ``missing``, in words a site's administrator reads (``dispatch-conformance preflight``
-    prints it); the message stays ``harness cannot inject <fault>`` for the checks."""
+    prints it); the message stays ``harness cannot inject <fault>`` for the checks. ``why``
+    adds the reason to the message, ``harness cannot inject <fault> (<why>)``, and leaves
+    ``fault`` the need alone (compared with :attr:`Harness.impossible`)."""
 
-    def __init__(self, fault: str, *, missing: str = "") -> None:
-        super().__init__(f"harness cannot inject {fault}")
+    def __init__(self, fault: str, *, missing: str = "", why: str = "") -> None:
+        super().__init__(f"harness cannot inject {fault}" + (f" ({why})" if why else ""))
         self.fault = fault
         self.missing = missing
 

@@ -182,8 +182,8 @@ KUEUE_NO_STALL: Final = (
     "deactivation: no requeue waits for an ended run's JobSet to go)"
 )
 HELD_REQUEUE: Final = (
-    "requeue_underneath(held) (Kueue readmits an evicted Workload by itself: there is no "
-    "state in which the scheduler keeps a requeued TrainJob held)"
+    "Kueue readmits an evicted Workload by itself: there is no state in which the scheduler "
+    "keeps a requeued TrainJob held"
 )
 RESTARTING_RUNTIME: Final = "dispatch-restarts"
 """A ClusterTrainingRuntime each cluster of the harnesses has, as a site would make it:
@@ -813,7 +813,7 @@ class SimFaults(FaultInjector):
         if not self.cluster.kueue:
             raise CannotInject(NO_KUEUE_REQUEUE)
         if held:
-            raise CannotInject(HELD_REQUEUE)
+            raise CannotInject("requeue_underneath(held)", why=HELD_REQUEUE)
         self._evict(ref, self._let_run(ref), settle=not in_flight)
 
     def _evict(self, ref: ObjectRef, trainjob: JSON, *, settle: bool) -> None:
@@ -1214,7 +1214,13 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self.offers = (
             offers | {Fault.REQUEUE_UNDERNEATH} if kueue else offers | {Fault.STALL_TEARDOWN}
         )
-        self.impossible = KUBE_IMPOSSIBLE if kueue else KUBE_IMPOSSIBLE | {Fault.REQUEUE_UNDERNEATH}
+        # With Kueue, Kueue readmits an evicted Workload by itself: nothing keeps a requeued
+        # TrainJob held; without it, nothing requeues a TrainJob underneath at all.
+        self.impossible = (
+            KUBE_IMPOSSIBLE | {"requeue_underneath(held)"}
+            if kueue
+            else KUBE_IMPOSSIBLE | {Fault.REQUEUE_UNDERNEATH}
+        )
         self.seed = seed
         self.seeds = itertools.count(seed)
         self.backend_type = backend_type
