@@ -200,6 +200,7 @@ class Fault(StrEnum):
     REUSE_ID_NEXT = "reuse_id_next"
     LOSE_IDENTITY_HISTORY = "lose_identity_history"
     LOSE_NODE = "lose_node"
+    OOM_KILL = "oom_kill"
     LOSE_NEXT_REPLY = "lose_next_reply"
     FAIL_BEFORE_EFFECT = "fail_before_effect"
     FAIL_EVERY_TRY = "fail_every_try"
@@ -421,6 +422,13 @@ class FaultInjector:
     def lose_node(self, ref: ObjectRef) -> None:
         """The node under the running object is lost."""
         raise CannotInject("lose_node")
+
+    def oom_kill(self, ref: ObjectRef) -> None:
+        """The running object's processes are killed for exceeding their memory (Slurm: the job
+        ends OUT_OF_MEMORY; Kubernetes: a rank's container ends OOMKilled, exit 137); returns
+        once the scheduler has acted on it (the object ended, or rerun where its runtime
+        reruns)."""
+        raise CannotInject("oom_kill")
 
     def preempt(self, ref: ObjectRef) -> None:
         """The scheduler preempts the running object: it is requeued when it is requeueable

@@ -95,7 +95,7 @@ PROFILES: Final[tuple[Profile, ...]] = (
     Profile(
         "extended/causes",
         "node loss and preemption: the object's end or requeue and its cause",
-        _ids("IDENT-041", "SAFE-005"),
+        _ids("IDENT-041", "SAFE-005", "CAUSE-001"),
     ),
     Profile(
         "extended/job-spec",

@@ -1,5 +1,23 @@
 """The suites, one module per feature area; importing this package registers every check."""
 
-from conformance.suites import capability, core, hold, identity, observation, safety, stateful
+from conformance.suites import (
+    capability,
+    causes,
+    core,
+    hold,
+    identity,
+    observation,
+    safety,
+    stateful,
+)
 
-__all__ = ["capability", "core", "hold", "identity", "observation", "safety", "stateful"]
+__all__ = [
+    "capability",
+    "causes",
+    "core",
+    "hold",
+    "identity",
+    "observation",
+    "safety",
+    "stateful",
+]

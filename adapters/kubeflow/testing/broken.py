@@ -339,6 +339,22 @@ class FollowFromTheEnd(KubeflowBackend):
 # -- the catalogue -----------------------------------------------------------------------------
 
 
+class OomReadAsItsExitCode(KubeflowBackend):
+    """A container killed for its memory (OOMKilled, exit 137) is read by its exit code alone:
+    the TrainJob failed with an exit code, not out of memory."""
+
+    def _pods(self, namespace: str, name: str) -> list[JSON]:
+        return [_without_oom(pod) for pod in super()._pods(namespace, name)]
+
+
+def _without_oom(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: "Error" if v == "OOMKilled" else _without_oom(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_oom(v) for v in value]
+    return value
+
+
 @dataclass(frozen=True)
 class Broken:
     """One broken Kubeflow adapter (or gate): its name, the one thing wrong with it, what is
@@ -390,6 +406,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("HOLD-008", "HOLD-009", "HOLD-012", "STATE-002"),
     ),
     Broken("env_unescaped", _doc(EnvUnescaped), EnvUnescaped, only=("SAFE-001",)),
+    Broken(
+        "oom_read_as_its_exit_code",
+        _doc(OomReadAsItsExitCode),
+        OomReadAsItsExitCode,
+        only=("CAUSE-001",),
+    ),
     Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
     Broken("follow_from_the_end", _doc(FollowFromTheEnd), FollowFromTheEnd, only=("CAP-021",)),
     Broken(
@@ -474,6 +496,7 @@ stop_trusts_its_retry = _factory("stop_trusts_its_retry")
 image_dropped = _factory("image_dropped")
 workload_conflict_gives_up = _factory("workload_conflict_gives_up")
 where_allows_an_empty_name = _factory("where_allows_an_empty_name")
+oom_read_as_its_exit_code = _factory("oom_read_as_its_exit_code")
 
 __all__ = [
     "BY_NAME",
@@ -492,6 +515,7 @@ __all__ = [
     "ReleaseLeavesHoldMark",
     "RequeueForgetsRestarts",
     "StockRuntimeUnflagged",
+    "OomReadAsItsExitCode",
     "StopTrustsItsRetry",
     "WhereAllowsAnEmptyName",
     "WorkloadConflictGivesUp",

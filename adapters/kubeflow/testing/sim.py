@@ -205,6 +205,7 @@ SIM_OFFERS: Final = frozenset(
         Fault.FINISH,
         Fault.PURGE,
         Fault.LOSE_NODE,
+        Fault.OOM_KILL,
         Fault.PREEMPT,
         Fault.LOSE_NEXT_REPLY,
         reply_loss_need(ReplyLoss.FAILURE),
@@ -796,6 +797,19 @@ class SimFaults(FaultInjector):
 
         self._until(ref, acted, "notice its lost node")
         self.clock.advance(1)
+
+    def oom_kill(self, ref: ObjectRef) -> None:
+        """The first rank's container is killed for its memory (OOMKilled, exit 137); virtual
+        time then passes until the TrainJob has ended or its JobSet restarted."""
+        trainjob = self._let_run(ref)
+        pod = self.cluster.pods(trainjob)[0]["metadata"]
+        restarts = self.cluster.restarts(trainjob)
+        self.sim.faults.oom_kill(str(pod["namespace"]), str(pod["name"]))
+        self._until(
+            ref,
+            lambda tj: self.cluster.finished(tj) or self.cluster.restarts(tj) > restarts,
+            "act on the OOM kill",
+        )
 
     def preempt(self, ref: ObjectRef) -> None:
         """Kueue preempts the object's Workload (it is requeued, and readmitted through the

@@ -71,6 +71,7 @@ _EVERY_SHAPE: Final = frozenset(
         Fault.REQUEUE_UNDERNEATH,
         Fault.PURGE,
         Fault.LOSE_NODE,
+        Fault.OOM_KILL,
         Fault.PREEMPT,
         Fault.LOSE_NEXT_REPLY,
         Fault.FAIL_BEFORE_EFFECT,
@@ -351,6 +352,9 @@ class MemoryFaults(FaultInjector):
 
     def lose_node(self, ref: ObjectRef) -> None:
         self.cluster.lose_node(ref.id)
+
+    def oom_kill(self, ref: ObjectRef) -> None:
+        self.cluster.fail(ref.id, Cause.OUT_OF_MEMORY)
 
     def preempt(self, ref: ObjectRef) -> None:
         """Requeued when requeueable (as a lost node requeues it), else failed, preempted."""

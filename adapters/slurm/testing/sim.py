@@ -165,6 +165,7 @@ SIM_OFFERS: Final = frozenset(
         Fault.REUSE_ID,
         Fault.REUSE_ID_NEXT,
         Fault.LOSE_NODE,
+        Fault.OOM_KILL,
         Fault.IGNORE_NEXT_WRITE,
         Fault.RACE_NEXT_WRITE,
         Fault.FAIL_BETWEEN_STEPS,
@@ -508,6 +509,12 @@ class SimFaults(FaultInjector):
         job = self.cluster.require(ref)
         self._let_run(job)
         self.sim.finish(job.job_id, exit_code)
+
+    def oom_kill(self, ref: ObjectRef) -> None:
+        """The job's step is killed by the cgroup's memory limit: it ends OUT_OF_MEMORY."""
+        job = self.cluster.require(ref)
+        self._let_run(job)
+        self.sim.fail(job.job_id, JobState.OUT_OF_MEMORY)
 
     def lose_node(self, ref: ObjectRef) -> None:
         job = self.cluster.require(ref)
