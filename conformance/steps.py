@@ -10,7 +10,7 @@ from contextlib import suppress
 from typing import TypeVar
 
 from conformance.checks import CheckFailed, Context, Skip
-from conformance.harness import CannotInject
+from conformance.harness import CannotInject, LookAlike
 from dispatch_core import (
     Capability,
     DispatchError,
@@ -21,6 +21,7 @@ from dispatch_core import (
     ObjectRef,
     Observation,
     OutcomeUnknown,
+    Plan,
     Rejected,
     Requeuer,
     State,
@@ -235,6 +236,22 @@ def occupied(ctx: Context, stale: ObjectRef, occupant: ObjectRef, how: str) -> N
         raise CannotInject(f"{how} (the next object took id {occupant.id}, not {stale.id})")
     if occupant.uid == stale.uid and occupant.submit == stale.submit:
         raise CannotInject(f"{how} (the occupant of {stale.id} has the old uid and submit time)")
+
+
+def taken_by_a_requeued_case_variant(ctx: Context, plan: Plan) -> ObjectRef:
+    """A ref of ``plan`` whose object ended and whose id a look-alike of the job, its key in
+    another case, now holds, requeued: its submit is later than the ref's and its restart
+    count above 0, so only an exact comparison of the name (or uid) tells it from the ref's.
+    CannotInject when the look-alike took another id."""
+    stale = ctx.start(plan)
+    end_and_reuse_next(ctx, stale)
+    native = ctx.faults.inject_look_alike(plan.job, LookAlike.CASE_VARIANT, requeued=True)
+    if native != stale.id:
+        form = ctx.faults.describe_look_alike(LookAlike.CASE_VARIANT)
+        raise CannotInject(
+            f"reuse_id_next (the look-alike ({form}) took id {native}, not {stale.id})"
+        )
+    return stale
 
 
 def writes_act_on_nothing(ctx: Context, stale: ObjectRef, occupant: ObjectRef | None) -> None:

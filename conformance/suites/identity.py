@@ -45,6 +45,7 @@ from conformance.steps import (
     runs_again,
     started_meanwhile,
     stop,
+    taken_by_a_requeued_case_variant,
     timed_out,
     visible,
     writes_act_on_nothing,
@@ -949,17 +950,7 @@ def reuse_by_later_submission(ctx: Context) -> None:
 )
 def reused_by_a_requeued_case_variant(ctx: Context) -> None:
     """A requeued case variant holding a reused id is not the ref's: writes act on nothing."""
-    plan = ctx.plan(long_spec(ctx))
-    stale = ctx.start(plan)
-    end_and_reuse_next(ctx, stale)
-    # Requeued, the occupant's submit is later than the ref's and its restart count above 0, so
-    # the submit rule lets it pass: only an exact comparison of the name (or uid) tells.
-    native = ctx.faults.inject_look_alike(plan.job, LookAlike.CASE_VARIANT, requeued=True)
-    form = ctx.faults.describe_look_alike(LookAlike.CASE_VARIANT)
-    if native != stale.id:
-        raise CannotInject(
-            f"reuse_id_next (the look-alike ({form}) took id {native}, not {stale.id})"
-        )
+    stale = taken_by_a_requeued_case_variant(ctx, ctx.plan(long_spec(ctx)))
     writes_act_on_nothing(ctx, stale, None)
 
 
