@@ -981,6 +981,7 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "harness cannot inject disable_history",
         "harness cannot inject lag_history",
         "harness cannot inject preempt",
+        "harness cannot inject oom_kill",
         "harness cannot inject ignore_next_stop",
         "harness cannot inject near_hold",
         "harness cannot inject hold_edge",

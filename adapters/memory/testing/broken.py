@@ -705,7 +705,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         "case_insensitive_identity_check",
         CaseInsensitiveIdentityCheck.__doc__ or "",
         CaseInsensitiveIdentityCheck,
-        only=("IDENT-022",),
+        only=("IDENT-022", "OBS-005"),
     ),
     Broken(
         "unicode_digit_comment_parser",
@@ -768,7 +768,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         "open_ignores_history",
         OpenIgnoresHistory.__doc__ or "",
         OpenIgnoresHistory,
-        only=("CAP-017",),
+        only=("CAP-017", "HOLD-018"),
     ),
 )
 """Every broken adapter, each wrong in exactly one way."""
