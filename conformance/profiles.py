@@ -188,7 +188,9 @@ def lacked(not_run: Sequence[Mapping[str, object]]) -> str:
         needs = entry.get("needs")
         for need in needs if isinstance(needs, list) else []:
             text = str(need)
-            if text.startswith(("circumstance:", "expected failure:", "harness error", "not sel")):
+            if text.startswith(
+                ("circumstance:", "expected failure:", "harness error", NOT_SELECTED)
+            ):
                 if text not in other:
                     other.append(text)
             elif text not in powers:
