@@ -1,9 +1,10 @@
 """The dispatch conformance kit: harnesses, checks, and the runners that run them.
 
 What a harness author needs is here: :class:`Harness` (generic over its backend type), the
-identity model it declares (:class:`IdentityModel`, :class:`Lookup`), the intents its fault
-injector serves (:class:`FaultInjector`, :class:`Fault`, :class:`LookAlike`), the probes it may
-offer (:class:`Probe`, :class:`Host`, :class:`LocalHost`), and what a check declares
+identity model it declares (:class:`IdentityModel`, :class:`Lookup`), the listing every harness
+gives (:class:`Listed`, :class:`Shown`), the powers it may offer, each a protocol of
+:mod:`conformance.powers` it implements (faults as intents: :class:`Fault`, :class:`LookAlike`;
+probes: :class:`Probe`, :class:`Host`, :class:`LocalHost`), and what a check declares
 (:class:`Needs`, ``xfail_on``). ``conformance`` imports no adapter and no simulator.
 """
 
@@ -26,7 +27,6 @@ from conformance.harness import (
     STALL_BOUND,
     CannotInject,
     Fault,
-    FaultInjector,
     Harness,
     HarnessUnavailable,
     Host,
@@ -58,7 +58,6 @@ __all__ = [
     "CheckFailed",
     "Context",
     "Fault",
-    "FaultInjector",
     "Harness",
     "HarnessUnavailable",
     "Host",

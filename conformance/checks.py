@@ -25,13 +25,13 @@ import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Final, TypeVar, cast
+from typing import Any, Final, TypeVar
 
 from ulid import ULID
 
+from conformance.faults import Faults, missing_power
 from conformance.harness import (
     CannotInject,
-    FaultInjector,
     Harness,
     HarnessUnavailable,
     Host,
@@ -40,6 +40,16 @@ from conformance.harness import (
     Probe,
     Signalled,
     fault_needs,
+)
+from conformance.powers import (
+    ObservesExecutions,
+    ObservesImages,
+    ObservesSignals,
+    RerunsFailures,
+    ShowsInventory,
+    ShowsPaths,
+    SuppliesSupervisor,
+    lacking,
 )
 from conformance.tiers import Tier
 from dispatch_core import (
@@ -59,6 +69,7 @@ from dispatch_core import (
     with_job,
 )
 from dispatch_core.clock import pause
+from dispatch_core.supervise import Supervisor
 
 T = TypeVar("T")
 
@@ -382,15 +393,14 @@ def harness_crash(error: BaseException | None) -> HarnessCrash | None:
 
 class GuardedHarness(Harness[Backend]):
     """A harness as :func:`run_check` hands it to a check. An exception out of a call into it
-    (``new_backend``, ``clock``, ``faults``, ``job_command``, ``executions``, ``images``,
-    ``pre_termination_spec``, ``self_restarting_spec``, ``signals``, ``inventory``,
-    ``close``) or into its fault
-    injector, other than :class:`Skip`, :class:`CannotInject`, :class:`HarnessUnavailable`
-    and :class:`CheckFailed`, is marked with the call and raised on as it is, so that a
-    check that tolerates it (a stateful program tolerates a fault that did not apply) still
-    can; one that ends the check, or causes its failure, makes the outcome the harness's
-    error (:func:`harness_crash`). ``reopen`` is the adapter's own re-opening in all but name:
-    what it raises stays the adapter's."""
+    (``new_backend``, ``clock``, ``listing``, ``job_command``, ``close``, or any power's
+    method, through :meth:`faults` and the context's probes), other than :class:`Skip`,
+    :class:`CannotInject`, :class:`HarnessUnavailable` and :class:`CheckFailed`, is marked
+    with the call and raised on as it is, so that a check that tolerates it (a stateful
+    program tolerates a fault that did not apply) still can; one that ends the check, or
+    causes its failure, makes the outcome the harness's error (:func:`harness_crash`).
+    ``reopen`` is the adapter's own re-opening in all but name: what it raises stays the
+    adapter's. Its powers are found on :attr:`inner`, by type."""
 
     def __init__(self, inner: Harness[Any]) -> None:
         self.inner = inner
@@ -398,18 +408,11 @@ class GuardedHarness(Harness[Backend]):
         identity = getattr(inner, "identity", None)  # run_check refuses a harness without one
         if identity is not None:
             self.identity = identity
-        self.offers = inner.offers
         self.impossible = inner.impossible
         self.schedule_within = inner.schedule_within
         self.stateful_examples = inner.stateful_examples
         self.stateful_steps = inner.stateful_steps
         self.crash_points = inner.crash_points
-
-    def __getattr__(self, name: str) -> Any:
-        # Attributes of the harness's own (not the contract's) read through.
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def guard(self, call: str, action: Callable[[], T], refs: Iterable[object] = ()) -> T:
         """``action()``; what it raises (but the kit's own exceptions) is marked with ``call``
@@ -425,18 +428,18 @@ class GuardedHarness(Harness[Backend]):
                     setattr(error, _HARNESS_REFS, [r for r in refs if isinstance(r, ObjectRef)])
             raise
 
-    def lacks(self, need: str) -> str | None:
-        return self.guard(f"lacks({need!r})", lambda: self.inner.lacks(need))
+    def lacking(self, need: str) -> str | None:
+        """Why the harness does not meet ``need`` (:func:`conformance.powers.lacking`)."""
+        return self.guard(f"declines({need!r})", lambda: lacking(self.inner, need))
+
+    def declines(self, need: str) -> str | None:
+        return self.guard(f"declines({need!r})", lambda: self.inner.declines(need))
 
     def begin(self, check_id: str) -> None:
         self.guard("begin()", lambda: self.inner.begin(check_id))
 
     def end(self, check_id: str) -> None:
         self.guard("end()", lambda: self.inner.end(check_id))
-
-    def host(self, backend: Backend) -> Host:
-        inner = self.guard("host()", lambda: self.inner.host(backend))
-        return cast(Host, _Guarded(inner, self, "host()"))
 
     def new_backend(self) -> Backend:
         backend: Backend = self.guard("new_backend()", self.inner.new_backend)
@@ -449,60 +452,101 @@ class GuardedHarness(Harness[Backend]):
     def clock(self, backend: Backend) -> Clock:
         return self.guard("clock()", lambda: self.inner.clock(backend))
 
+    def listing(self, backend: Backend) -> Mapping[str, Listed]:
+        return self.guard("listing()", lambda: self.inner.listing(backend))
+
     def job_command(self) -> tuple[str, ...]:
         return self.guard("job_command()", self.inner.job_command)
 
-    def faults(self, backend: Backend) -> FaultInjector:
-        inner = self.guard("faults()", lambda: self.inner.faults(backend))
-        return cast(FaultInjector, _Guarded(inner, self, "faults()"))
+    def faults(self, backend: Backend) -> Faults:
+        """The harness's powers on ``backend``, each call guarded."""
+        return Faults(self.inner, backend, self.guard)
 
-    def executions(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
-        return self.guard("executions()", lambda: self.inner.executions(backend, ref), [ref])
+    # -- the probes: each found by type on the inner harness, each call guarded -----------------
 
-    def images(self, backend: Backend, ref: ObjectRef) -> Sequence[Sequence[str]]:
-        return self.guard("images()", lambda: self.inner.images(backend, ref), [ref])
+    def host(self, backend: Backend) -> Host:
+        inner = self.inner
+        if not isinstance(inner, ShowsPaths):
+            raise missing_power(Probe.HOST_PATHS)
+        return _GuardedHost(self.guard("host()", lambda: inner.host(backend)), self)
+
+    def executions(self, backend: Backend, ref: ObjectRef) -> list[list[dict[str, str]]]:
+        inner = self.inner
+        if not isinstance(inner, ObservesExecutions):
+            raise missing_power(Probe.EXECUTIONS)
+        runs = self.guard("executions()", lambda: inner.executions(backend, ref), [ref])
+        return [[dict(env) for env in ranks] for ranks in runs]
+
+    def images(self, backend: Backend, ref: ObjectRef) -> list[list[str]]:
+        inner = self.inner
+        if not isinstance(inner, ObservesImages):
+            raise missing_power(Probe.IMAGES)
+        runs = self.guard("images()", lambda: inner.images(backend, ref), [ref])
+        return [list(ranks) for ranks in runs]
 
     def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
+        inner = self.inner
+        if not isinstance(inner, ObservesSignals):
+            raise missing_power(Probe.SIGNALS)
         return self.guard(
-            "pre_termination_spec()", lambda: self.inner.pre_termination_spec(spec, lead, limit)
+            "pre_termination_spec()", lambda: inner.pre_termination_spec(spec, lead, limit)
         )
 
-    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
-        return self.guard("self_restarting_spec()", lambda: self.inner.self_restarting_spec(spec))
-
     def signals(self, backend: Backend, ref: ObjectRef) -> Signalled:
-        return self.guard("signals()", lambda: self.inner.signals(backend, ref), [ref])
+        inner = self.inner
+        if not isinstance(inner, ObservesSignals):
+            raise missing_power(Probe.SIGNALS)
+        signalled: Signalled = self.guard("signals()", lambda: inner.signals(backend, ref), [ref])
+        return signalled
 
-    def inventory(self, backend: Backend) -> Sequence[str]:
-        return self.guard("inventory()", lambda: self.inner.inventory(backend))
+    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
+        inner = self.inner
+        if not isinstance(inner, RerunsFailures):
+            raise missing_power(Probe.SELF_RESTARTS)
+        return self.guard("self_restarting_spec()", lambda: inner.self_restarting_spec(spec))
 
-    def listing(self, backend: Backend) -> Mapping[str, Listed]:
-        return self.guard("listing()", lambda: self.inner.listing(backend))
+    def inventory(self, backend: Backend) -> set[str]:
+        inner = self.inner
+        if not isinstance(inner, ShowsInventory):
+            raise missing_power(Probe.INVENTORY)
+        return set(self.guard("inventory()", lambda: inner.inventory(backend)))
+
+    def supervisor_type(self) -> type[Supervisor]:
+        """The supervisor the core suite runs: the harness's own
+        (:class:`~conformance.powers.SuppliesSupervisor`), else the reference one."""
+        inner = self.inner
+        if isinstance(inner, SuppliesSupervisor):
+            return self.guard("supervisor_type()", inner.supervisor_type)
+        return Supervisor
 
     def close(self) -> None:
         self.guard("close()", self.inner.close)
 
 
-class _Guarded:
-    """A fault injector or a host whose every method goes through
-    :meth:`GuardedHarness.guard`."""
+class _GuardedHost(Host):
+    """A host whose every method goes through :meth:`GuardedHarness.guard`."""
 
-    def __init__(self, inner: object, harness: GuardedHarness, via: str) -> None:
+    def __init__(self, inner: Host, harness: GuardedHarness) -> None:
         self._inner = inner
-        self._harness = harness
-        self._via = via
+        self._guard = harness.guard
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._inner, name)
-        if name.startswith("_") or not callable(value):
-            return value
+    def scratch_dir(self) -> str:
+        return self._guard("host().scratch_dir()", self._inner.scratch_dir)
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._harness.guard(
-                f"{self._via}.{name}()", lambda: value(*args, **kwargs), [*args, *kwargs.values()]
-            )
+    def exists(self, path: str) -> bool:
+        return self._guard("host().exists()", lambda: self._inner.exists(path))
 
-        return call
+    def read(self, path: str) -> str | None:
+        return self._guard("host().read()", lambda: self._inner.read(path))
+
+    def realpath(self, path: str) -> str:
+        return self._guard("host().realpath()", lambda: self._inner.realpath(path))
+
+    def remove(self, path: str) -> None:
+        self._guard("host().remove()", lambda: self._inner.remove(path))
+
+    def make_dir(self, path: str) -> None:
+        self._guard("host().make_dir()", lambda: self._inner.make_dir(path))
 
 
 class Context:
@@ -511,7 +555,7 @@ class Context:
     resource tracker)."""
 
     def __init__(self, harness: Harness[Any], check: Check, seed: int) -> None:
-        self.harness = harness
+        self.harness = harness if isinstance(harness, GuardedHarness) else GuardedHarness(harness)
         self.check = check
         self.seed = seed
         self.rng = random.Random(f"{seed}:{check.id}")
@@ -539,12 +583,13 @@ class Context:
         return self.harness.clock(self.backend)
 
     @property
-    def faults(self) -> FaultInjector:
+    def faults(self) -> Faults:
+        """The harness's powers on the check's backend (:class:`~conformance.faults.Faults`)."""
         return self.harness.faults(self.backend)
 
     @property
     def host(self) -> Host:
-        """The filesystem the check's jobs run on (the harness's :meth:`Harness.host`)."""
+        """The filesystem the check's jobs run on (:class:`~conformance.powers.ShowsPaths`)."""
         return self.harness.host(self.backend)
 
     def scratch_dir(self) -> str:
@@ -559,25 +604,34 @@ class Context:
         return reopened
 
     def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
-        return [
-            [dict(env) for env in ranks] for ranks in self.harness.executions(self.backend, ref)
-        ]
+        """The environment each rank of each execution of the object saw
+        (:class:`~conformance.powers.ObservesExecutions`)."""
+        return self.harness.executions(self.backend, ref)
 
     def images(self, ref: ObjectRef) -> list[list[str]]:
-        """The image each rank of each execution of the object ran in (the harness's
-        :meth:`Harness.images`)."""
-        return [list(ranks) for ranks in self.harness.images(self.backend, ref)]
+        """The image each rank of each execution of the object ran in
+        (:class:`~conformance.powers.ObservesImages`)."""
+        return self.harness.images(self.backend, ref)
+
+    def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
+        """``spec`` with a time limit and a signal before it
+        (:class:`~conformance.powers.ObservesSignals`)."""
+        return self.harness.pre_termination_spec(spec, lead, limit)
 
     def signals(self, ref: ObjectRef) -> Signalled:
-        """What the processes of the object's first execution were sent before their end (the
-        harness's :meth:`Harness.signals`)."""
-        signalled: Signalled = self.harness.signals(self.backend, ref)
-        return signalled
+        """What the processes of the object's first execution were sent before their end
+        (:class:`~conformance.powers.ObservesSignals`)."""
+        return self.harness.signals(self.backend, ref)
+
+    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` as the scheduler reruns its object after a failed execution
+        (:class:`~conformance.powers.RerunsFailures`)."""
+        return self.harness.self_restarting_spec(spec)
 
     def inventory(self) -> set[str]:
-        """The native ids of the user's objects on the target that have not ended (the
-        harness's :meth:`Harness.inventory`)."""
-        return set(self.harness.inventory(self.backend))
+        """The native ids of the user's objects on the target that have not ended
+        (:class:`~conformance.powers.ShowsInventory`)."""
+        return self.harness.inventory(self.backend)
 
     def listing(self) -> dict[str, Listed]:
         """The scheduler's own view of the user's objects (the harness's
@@ -781,7 +835,7 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
         skipped_for = SkippedFor.TARGET
         return result(Outcome.SKIPPED, unmet)
     try:
-        lacks = {need: guarded.lacks(need) for need in check.needs.harness_needs()}
+        lacks = {need: guarded.lacking(need) for need in check.needs.harness_needs()}
     except (Exception, SystemExit) as error:
         asked = HarnessCrash(getattr(error, _HARNESS_CALL, "lacks()"), error)
         return result(Outcome.ERROR, _harness_error(check, asked, replay))

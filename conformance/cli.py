@@ -38,6 +38,7 @@ from conformance.checks import (
 from conformance.harness import CannotInject, HarnessUnavailable, IdentityModel
 from conformance.harnesses import GROUP, registered
 from conformance.parallel import HarnessRun, run_side_by_side
+from conformance.powers import lacking, power_of
 from conformance.profiles import (
     PROFILES,
     REQUIRE_ALL,
@@ -367,13 +368,14 @@ def command_harnesses(args: argparse.Namespace) -> int:
 def harness_needs(loaded: Loaded, selected: Sequence[Check]) -> dict[str, Any]:
     """What ``loaded`` offers of the needs ``selected`` declare, what its target cannot have
     (``Harness.impossible``), and for each need it lacks, the checks it would unlock (a check
-    that lacks several is unlocked by all of them together), with their profiles. Asks only
-    ``lacks()``, which makes nothing on the target."""
+    that lacks several is unlocked by all of them together), with their profiles, and the
+    power (a protocol of :mod:`conformance.powers`) that would meet it. Asks only the
+    harness's type and ``declines()``, which makes nothing on the target."""
     harness = loaded.harness
     impossible: frozenset[str] = getattr(harness, "impossible", frozenset())
     model = getattr(harness, "identity", None)
     declared = sorted({n for c in selected for n in c.needs.harness_needs()})
-    said = {need: harness.lacks(need) for need in declared}
+    said = {need: lacking(harness, need) for need in declared}
     lacking: dict[str, list[dict[str, Any]]] = {}
     for check in selected:
         unmet_identity = (
@@ -395,7 +397,10 @@ def harness_needs(loaded: Loaded, selected: Sequence[Check]) -> dict[str, Any]:
         "harness": loaded.label,
         "offers": [n for n in declared if said[n] is None],
         "impossible": [n for n in declared if n in impossible],
-        "lacks": [{"need": n, "why": said[n], "unlocks": found} for n, found in ordered],
+        "lacks": [
+            {"need": n, "power": power_of(n).__name__, "why": said[n], "unlocks": found}
+            for n, found in ordered
+        ],
     }
 
 
@@ -422,7 +427,8 @@ def command_needs(args: argparse.Namespace) -> int:
             say("  lacks nothing a check of this tier needs")
         for entry in lacks:
             unlocks = entry["unlocks"]
-            say(f"  lacks {entry['need']}: {len(unlocks)} check{'s' if len(unlocks) != 1 else ''}")
+            count = f"{len(unlocks)} check{'s' if len(unlocks) != 1 else ''}"
+            say(f"  lacks {entry['need']} (implement {entry['power']}): {count}")
             for one in unlocks:
                 also = one["together_with"]
                 more = f" (with {', '.join(also)})" if also else ""

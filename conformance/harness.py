@@ -2,10 +2,11 @@
 
 A harness is small (the Go CDK ``drivertest`` idea): it makes fresh backends on its target,
 re-opens one as a new process would, gives the suites its clock, declares its target's
-identity model as data, and, where it can, a fault injector, the environment each rank of
-each execution saw, and a view of paths on the cluster. Every obligation is in the
-docstrings. A check declares what it needs (:class:`~conformance.checks.Needs`); a need the
-harness lacks (:meth:`Harness.lacks`) skips the check with the reason before any backend is
+identity model as data, and lists the scheduler's own view of the user's objects (the
+oracle). Whatever more it can do is a power of :mod:`conformance.powers`, offered by
+implementing its protocol. Every obligation is in the docstrings. A check declares what it
+needs (:class:`~conformance.checks.Needs`); a need the harness lacks
+(:func:`~conformance.powers.lacking`) skips the check with the reason before any backend is
 made, never passes it.
 
 Nothing here knows a scheduler: faults are intents (:class:`LookAlike`, :class:`Fault`) that
@@ -18,16 +19,16 @@ import os
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, Generic, TypeVar
 
-from dispatch_core import Backend, Clock, HoldBound, JobID, JobSpec, ObjectRef
+from dispatch_core import Backend, Clock, HoldBound
 
 
 class CannotInject(Exception):
-    """Raised by a harness or its fault injector for a fault or a probe it cannot provide.
+    """Raised by a harness for a fault or a probe it cannot provide (a form of it, an argument).
 
     A harness whose whole target is absent (no cluster answers) says what is missing in
     ``missing``, in words a site's administrator reads (``dispatch-conformance preflight``
@@ -157,8 +158,8 @@ number. Every harness builds its :attr:`LookAlike.NEAR_IDENTITY` forms from thes
 
 STALL_BOUND: Final = 3600.0
 """Seconds of a virtual clock an adapter call may wait while a stall lasts
-(:meth:`FaultInjector.stall_teardown`) before the harness fails the check: far above any bound
-an adapter sets itself (the Kubeflow adapter's is 120 s)."""
+(:class:`~conformance.powers.StallsTeardown`) before the harness fails the check: far above
+any bound an adapter sets itself (the Kubeflow adapter's is 120 s)."""
 
 
 def advance_to_residue(
@@ -167,8 +168,8 @@ def advance_to_residue(
     """Advance a clock (``now`` reads it, ``advance`` moves it, at most ``modulus``
     milliseconds in all) until its whole milliseconds are ``residue`` modulo ``modulus``: what a
     harness does to put an adapter whose numbers come from the clock at an edge of its
-    numbering (:meth:`FaultInjector.hold_edge`). False when its float time could not be brought
-    to that millisecond."""
+    numbering (:class:`~conformance.powers.MovesToHoldEdges`). False when its float time could
+    not be brought to that millisecond."""
     for _ in range(4):
         gap = (residue - int(now() * 1000)) % modulus
         if gap == 0:
@@ -185,7 +186,7 @@ CLOCK_HOLD_EDGES: Final[tuple[tuple[int, str], ...]] = (
 """For an adapter that numbers holds from its clock, as ``(milliseconds + the instance's count
 of holds) % (HoldBound - 1) + 1`` (both built-in ones): the residues of the clock's
 milliseconds modulo ``HoldBound - 1`` at which a new instance's first hold takes an edge
-number, each with a few words (:meth:`FaultInjector.hold_edge`)."""
+number, each with a few words (:meth:`~conformance.powers.MovesToHoldEdges.hold_edge`)."""
 
 
 class Fault(StrEnum):
@@ -220,7 +221,7 @@ class Fault(StrEnum):
 
 class Race(StrEnum):
     """What the scheduler does to the object between the adapter's read of it and its write
-    (:meth:`FaultInjector.race_next_write`)."""
+    (:meth:`~conformance.powers.RacesWrites.race_next_write`)."""
 
     STARTS = "starts"
     """The queued object starts (its execution begins)."""
@@ -241,7 +242,7 @@ class Race(StrEnum):
 
 class ReplyLoss(StrEnum):
     """How a reply lost after the command took effect shows to the adapter
-    (:meth:`FaultInjector.lose_next_reply`)."""
+    (:meth:`~conformance.powers.LosesReplies.lose_next_reply`)."""
 
     TIMEOUT = "timeout"
     """The command does not answer within the adapter's timeout."""
@@ -254,35 +255,38 @@ class ReplyLoss(StrEnum):
 
 
 class Probe(StrEnum):
-    """What a harness can show a check, or let it do, besides faults."""
+    """What a harness can show a check, or let it do, besides faults (each the need for a
+    power of :mod:`conformance.powers`)."""
 
     EXECUTIONS = "executions"
-    """:meth:`Harness.executions`: the environment each rank of each execution saw."""
+    """:class:`~conformance.powers.ObservesExecutions`: the environment each rank of each
+    execution saw."""
     HOST_PATHS = "host_paths"
-    """:meth:`Harness.host`: scratch directories and files on the cluster's filesystem."""
+    """:class:`~conformance.powers.ShowsPaths`: scratch directories and files on the cluster's
+    filesystem."""
     COMMANDS = "commands"
-    """The jobs' commands really run, on the filesystem :meth:`Harness.host` shows, once a
-    job runs (``let_run``): a check sees what they print to their output and write to files
-    (a scheduler model that only records executions lacks it)."""
+    """:class:`~conformance.powers.RunsCommands`: the jobs' commands really run, on the
+    filesystem its host shows, once a job runs (``let_run``): a check sees what they print to
+    their output and write to files (a scheduler model that only records executions lacks
+    it)."""
     SIGNALS = "signals"
-    """:meth:`Harness.pre_termination_spec` and :meth:`Harness.signals`: a spec that asks for
+    """:class:`~conformance.powers.ObservesSignals`: a spec that asks for
     a time limit and a signal before it, and when the processes got the signal and ended."""
     INVENTORY = "inventory"
-    """:meth:`Harness.inventory`: the user's objects on the target that have not ended,
-    whoever made them."""
+    """:class:`~conformance.powers.ShowsInventory`: the user's objects on the target that have
+    not ended, whoever made them."""
     PREFLIGHT = "preflight"
-    """A check may run the adapter's preflight on this target: its probes' waits cost no real
-    time here (a virtual clock). A harness on a real cluster, where the probes hold real jobs
-    for minutes, lacks it with the reason (``dispatch-conformance preflight`` runs them)."""
+    """:class:`~conformance.powers.PreflightsFree`: a check may run the adapter's preflight on
+    this target: its probes' waits cost no real time here (a virtual clock). A harness on a
+    real cluster, where the probes hold real jobs for minutes, lacks it with the reason
+    (``dispatch-conformance preflight`` runs them)."""
     IMAGES = "images"
-    """:meth:`Harness.images`: the container image each rank of each execution ran in, as the
-    target saw it."""
+    """:class:`~conformance.powers.ObservesImages`: the container image each rank of each
+    execution ran in, as the target saw it."""
     SELF_RESTARTS = "self_restarts"
-    """:meth:`Harness.self_restarting_spec`: a spec whose object the scheduler itself reruns in
-    place after a failed execution, a bounded number of times, before it ends failed."""
-    LISTING = "listing"
-    """:meth:`Harness.listing`: the scheduler's own view of the user's objects and their states
-    (the oracle the observation checks hold the adapter's answers to)."""
+    """:class:`~conformance.powers.RerunsFailures`: a spec whose object the scheduler itself
+    reruns in place after a failed execution, a bounded number of times, before it ends
+    failed."""
 
 
 class Shown(StrEnum):
@@ -328,14 +332,14 @@ def look_alike_need(kind: LookAlike) -> str:
 
 
 def race_need(race: Race) -> str:
-    """The need a check declares for :meth:`FaultInjector.race_next_write` with ``race``
+    """The need a check declares for :class:`~conformance.powers.RacesWrites` with ``race``
     (``race_next_write`` alone is the need for the races a scheduler without write
     preconditions can make: starts, ends, vanishes)."""
     return f"{Fault.RACE_NEXT_WRITE.value}:{race.value}"
 
 
 def reply_loss_need(form: ReplyLoss) -> str:
-    """The need a check declares for :meth:`FaultInjector.lose_next_reply` in ``form``
+    """The need a check declares for :class:`~conformance.powers.LosesReplies` in ``form``
     (``lose_next_reply`` alone for the timeout, which every harness that loses replies makes)."""
     if form is ReplyLoss.TIMEOUT:
         return Fault.LOSE_NEXT_REPLY.value
@@ -352,260 +356,40 @@ def fault_needs() -> list[str]:
     )
 
 
-class FaultInjector:
-    """The faults a harness can cause on its target, each acting on one object, as the
-    scheduler, an administrator or another user would (never through the adapter under test).
-
-    Every method here raises :class:`CannotInject` until a harness overrides it. A harness
-    declares the faults it offers in :meth:`Harness.lacks`; a method may still raise
-    :class:`CannotInject` for an argument it cannot serve (the check is then skipped)."""
-
-    def let_run(self, ref: ObjectRef) -> None:
-        """The scheduler starts the (queued, eligible) object now, and its execution begins."""
-        raise CannotInject("let_run")
-
-    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
-        """The running object's command exits with ``exit_code``."""
-        raise CannotInject("finish")
-
-    def requeue_underneath(
-        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
-    ) -> None:
-        """An administrator requeues the started object without asking the adapter. With
-        ``in_flight``, this returns while the requeue is still under way, where the scheduler
-        shows that (Slurm: COMPLETING, until the job is back in the queue). With ``held``, the
-        object comes back held by the scheduler, pending until someone releases it (Slurm:
-        ``scontrol requeuehold State=SpecialExit``, the state a job's special exit leaves);
-        raise CannotInject ("requeue_underneath(held)") where the target has no such state."""
-        raise CannotInject("requeue_underneath")
-
-    def purge(self, ref: ObjectRef) -> None:
-        """The ended object leaves the scheduler's live view (its history, if kept, stays)."""
-        raise CannotInject("purge")
-
-    def reuse_id(self, ref: ObjectRef) -> None:
-        """The ended object is purged and its native id is taken by a new object that is not
-        the ref's (another user's, or another job's, as the harness can)."""
-        raise CannotInject("reuse_id")
-
-    def reuse_id_next(self, ref: ObjectRef) -> None:
-        """The ended object is purged and its native id becomes the next one the scheduler
-        hands out, so the next submission (of any job, this one included) takes it."""
-        raise CannotInject("reuse_id_next")
-
-    def recreate(self, ref: ObjectRef) -> None:
-        """Someone deletes the object and creates it again from its own manifest (Kubernetes:
-        ``kubectl replace --force``): the copy has the ref's native id, lookup key, identity
-        and hold, and a uid and submit time of its own, so ``find`` shows it as the job's object
-        while it is not the ref's. Returns once the copy is in the live view. A target whose
-        scheduler hands out every native id itself (Slurm) cannot have it."""
-        raise CannotInject("recreate")
-
-    def stall_teardown(self, ref: ObjectRef) -> None:
-        """From now until :meth:`end_stall`, the scheduler never finishes taking down the ended
-        object's last run, which a requeue must wait to go (Kubernetes: the TrainJob's JobSet
-        keeps a finalizer nobody removes, so its deletion never completes). While the stall
-        lasts, a harness on a virtual clock fails the check once an adapter call has waited
-        :data:`STALL_BOUND` seconds of it: every wait of an adapter is bounded."""
-        raise CannotInject("stall_teardown")
-
-    def end_stall(self, ref: ObjectRef) -> None:
-        """The stall :meth:`stall_teardown` began ends: the teardown completes now."""
-        raise CannotInject("stall_teardown")
-
-    def lose_identity_history(self) -> None:
-        """From now on, history keeps no identity of the objects that end (Slurm without
-        ``AccountingStoreFlags=job_comment``): an object read from history has its
-        submission and attempt unknown."""
-        raise CannotInject("lose_identity_history")
-
-    def lose_node(self, ref: ObjectRef) -> None:
-        """The node under the running object is lost."""
-        raise CannotInject("lose_node")
-
-    def oom_kill(self, ref: ObjectRef) -> None:
-        """The running object's processes are killed for exceeding their memory (Slurm: the job
-        ends OUT_OF_MEMORY; Kubernetes: a rank's container ends OOMKilled, exit 137); returns
-        once the scheduler has acted on it (the object ended, or rerun where its runtime
-        reruns)."""
-        raise CannotInject("oom_kill")
-
-    def preempt(self, ref: ObjectRef) -> None:
-        """The scheduler preempts the running object: it is requeued when it is requeueable
-        (as a lost node requeues it), else it ends, preempted."""
-        raise CannotInject("preempt")
-
-    def lag_history(self, ref: ObjectRef) -> None:
-        """From now on, history takes no new record of the object: its later incarnations (a
-        requeue's) show in the live view only, as when the scheduler's history falls behind
-        its live view (Slurm sends a requeued job's new record to accounting seconds later)."""
-        raise CannotInject("lag_history")
-
-    def disable_history(self) -> None:
-        """An administrator switches the target's history off: from now on every read of it
-        says there is none (Slurm: ``AccountingStorageType=accounting_storage/none``, sacct's
-        "Slurm accounting storage is disabled"), and what leaves the live view is gone."""
-        raise CannotInject("disable_history")
-
-    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
-        """The next ``operation`` (one of :data:`OPERATIONS`) takes effect but its reply is
-        lost, as ``form`` says: the adapter sees a timeout (the default), a failure that says
-        the scheduler could not be reached, or a success it cannot read. A harness that
-        cannot make a form (its adapter runs no command line to fail or print) raises
-        :class:`CannotInject` for it."""
-        raise CannotInject(f"lose_next_reply({operation})")
-
-    def fail_before_effect(self, operation: str) -> None:
-        """The next ``operation`` (one of :data:`OPERATIONS`) times out before it took effect:
-        the adapter sees a timeout, and nothing changed on the target."""
-        raise CannotInject(f"fail_before_effect({operation})")
-
-    def fail_every_try(self, operation: str) -> None:
-        """As :meth:`fail_before_effect`, and so do the retries the adapter makes of it within
-        the same call, until the check asks :meth:`unfired` (Kubernetes: an API server that
-        answers 500 for a while). Named ``fail_every_try(<operation>)`` by :meth:`unfired`
-        until it fires. A harness whose adapter retries no write need not offer it (the
-        check's round that asks for it is then left out)."""
-        raise CannotInject(f"fail_every_try({operation})")
-
-    def vanish_before_read_back(
-        self, operation: str, *, reuse_id: bool = False, early: bool = False
-    ) -> None:
-        """The next ``operation`` (``start`` or ``stop``) takes effect and its reply arrives,
-        but before the adapter can read its object back the object ends, leaves the live view
-        (its history, if kept, stays) and, with ``reuse_id``, its native id is taken by a new
-        object that is not the job's (another user's, held). The object of a start ends as a
-        cancel ends it. A harness whose adapter reads nothing back still ends and purges it.
-        With ``early`` (a stop, without ``reuse_id``), the object ends and leaves the live view
-        just before the stop's own call instead, which then meets no object."""
-        raise CannotInject(f"vanish_before_read_back({operation})")
-
-    def ignore_next_stop(self, ref: ObjectRef) -> None:
-        """The scheduler acknowledges the next stop of the object (its command succeeds) but
-        does not carry it out: the object goes on as before (Slurm: ``scancel`` exits 0 having
-        signalled nothing)."""
-        raise CannotInject("ignore_next_stop")
-
-    def ignore_next_write(self, operation: str) -> None:
-        """The scheduler acknowledges the next ``operation`` (``hold``, ``release`` or
-        ``requeue``; its command succeeds) but does not carry it out: the object goes on as
-        before (Slurm: the ``scontrol`` call that carries it exits 0 having changed nothing).
-        Named ``ignore_next_write(<operation>)`` by :meth:`unfired` until it fires."""
-        raise CannotInject(f"ignore_next_write({operation})")
-
-    def fail_between_steps(self, operation: str) -> None:
-        """The next ``operation`` that takes more than one call (``requeue``) is cut between
-        them: its first step takes effect, the next times out before it took effect, and so
-        do the retries the adapter makes of it within the same call, until the check asks
-        :meth:`unfired` (Slurm: ``Requeue=1`` lands, ``scontrol requeue`` times out;
-        Kubernetes: the TrainJob is suspended, its resume refused). Named
-        ``fail_between_steps(<operation>)`` by :meth:`unfired` until it fires."""
-        raise CannotInject(f"fail_between_steps({operation})")
-
-    def race_next_write(self, operation: str, race: Race) -> None:
-        """The scheduler changes the object as ``race`` says just before the next
-        ``operation``'s (``hold``, ``release`` or ``requeue``) first write on it lands, after the
-        adapter read it: the write meets the changed object (Slurm: ``scontrol update`` answers
-        ``Job is no longer pending execution`` or ``Invalid job id specified``). Named
-        ``race_next_write(<operation>)`` by :meth:`unfired` until it fires."""
-        raise CannotInject(f"race_next_write({operation}, {race.value})")
-
-    def unfired(self) -> Sequence[str] | None:
-        """The call faults armed on this target that have not fired yet, each named as its
-        need and operation (``lose_next_reply(hold)``, ``fail_before_effect(requeue)``), in the
-        order they were armed; None when the harness cannot tell (the default). A check that
-        armed one, and whose operation then made its call (it returned, or raised
-        OutcomeUnknown), asks: a fault still armed means the adapter never made the call the
-        fault targets, and the check has not tested what it says it did."""
-        return None
-
-    def look_alike_forms(self, kind: LookAlike) -> int:
-        """How many forms of ``kind`` this harness's encoding has (every case variant, every
-        refused identity text, ...); ``inject_look_alike`` takes ``variant`` modulo it."""
-        return 1
-
-    def inject_look_alike(
-        self,
-        job_id: JobID,
-        kind: LookAlike,
-        variant: int = 0,
-        *,
-        other: JobID | None = None,
-        requeued: bool = False,
-    ) -> str:
-        """Make one look-alike of ``job_id``'s objects of ``kind``, in form ``variant`` (see
-        :meth:`look_alike_forms`), held or otherwise kept from running where the target
-        allows; a :attr:`LookAlike.COMMA_LIST` lists ``other``'s key with the job's (a fresh
-        job's when None). With ``requeued``, the look-alike is then started and requeued
-        underneath, as :meth:`requeue_underneath` would (so its submit time moves past every
-        earlier one's and its restart count is above 0). Returns its native id, as
-        ``ObjectRef.id`` would name it."""
-        raise CannotInject(look_alike_need(kind))
-
-    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
-        """A few words on form ``variant`` of ``kind`` (for failure messages)."""
-        return f"{kind.value} #{variant}"
-
-    def near_hold_forms(self) -> int:
-        """How many forms :meth:`near_hold` has here (``variant`` is taken modulo it)."""
-        return 1
-
-    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
-        """Someone other than the adapter (the user by hand, an administrator) writes in the
-        queued object's field that the adapter's holds live in a value just outside the hold
-        encoding, in form ``variant``: the object is deferred, but carries no hold number
-        (Slurm: a StartTime of SubmitTime + HoldBase + k for k = 0 or k = HoldBound, either
-        side of the valid range). Returns a few words on the form, for failure messages."""
-        raise CannotInject("near_hold")
-
-    def hold_edges(self) -> int:
-        """How many edges :meth:`hold_edge` knows here (``variant`` is taken modulo it)."""
-        return 1
-
-    def hold_edge(self, variant: int = 0) -> str:
-        """Move the target's clock forward to where the first hold of a new adapter instance
-        (``reopen``) takes a number at an edge of the adapter's hold numbering, in form
-        ``variant`` (the largest number it hands out, or the smallest, where the numbering
-        wraps): the harness knows the adapter's numbering (Slurm and Kubeflow: milliseconds of
-        the clock folded into ``(0, HoldBound)``, :func:`advance_to_residue`). Called before
-        the object is started, and again before a second new instance holds it (whose number
-        then equals the one the object carries). Returns a few words on the edge."""
-        raise CannotInject("hold_edge")
-
-
 # -- paths on the cluster ----------------------------------------------------------------------
 
 
-class Host:
+class Host(ABC):
     """Paths on the cluster's filesystem, as its jobs see them: where a check's work
-    directories and output files live, and what they hold. The checks never touch the
-    runner's filesystem themselves, so they run on remote clusters too."""
+    directories and output files live, and what they hold (a :class:`~conformance.powers.ShowsPaths`
+    harness gives one). The checks never touch the runner's filesystem themselves, so they run
+    on remote clusters too."""
 
+    @abstractmethod
     def scratch_dir(self) -> str:
         """A fresh, empty directory the jobs can use, removed by :meth:`remove`."""
-        raise CannotInject(Probe.HOST_PATHS.value)
 
+    @abstractmethod
     def exists(self, path: str) -> bool:
         """Whether ``path`` exists."""
-        raise CannotInject(Probe.HOST_PATHS.value)
 
+    @abstractmethod
     def read(self, path: str) -> str | None:
         """The text of the file at ``path`` (undecodable bytes replaced), or None when there is
         none."""
-        raise CannotInject(Probe.HOST_PATHS.value)
 
+    @abstractmethod
     def realpath(self, path: str) -> str:
         """``path`` with every symbolic link resolved."""
-        raise CannotInject(Probe.HOST_PATHS.value)
 
+    @abstractmethod
     def remove(self, path: str) -> None:
         """Remove the directory tree at ``path`` (a scratch directory)."""
-        raise CannotInject(Probe.HOST_PATHS.value)
 
+    @abstractmethod
     def make_dir(self, path: str) -> None:
         """Make the directory ``path`` (inside a scratch directory; any bytes but NUL in its
         name): a work directory a check names."""
-        raise CannotInject(Probe.HOST_PATHS.value)
 
 
 class LocalHost(Host):
@@ -647,7 +431,10 @@ B = TypeVar("B", bound=Backend)
 
 class Harness(ABC, Generic[B]):
     """What an adapter author writes to run the suites against an adapter, generic over its
-    backend type ``B`` so that it needs no casts.
+    backend type ``B`` so that it needs no casts: the contract every harness keeps. Whatever
+    more it can do (drive the scheduler, lose replies, make look-alikes, act underneath the
+    adapter, observe executions) it offers by implementing the protocols of
+    :mod:`conformance.powers`; the kit finds them by type.
 
     One harness value serves a run. Around each check the runner calls :meth:`begin` once
     before and :meth:`end` once after it (the Go CDK "called once per test"); within it the
@@ -658,9 +445,6 @@ class Harness(ABC, Generic[B]):
     identity: IdentityModel
     """The target's identity model. Every harness declares it (the runner refuses one that
     does not)."""
-    offers: frozenset[str] = frozenset()
-    """The faults (:class:`Fault` values, ``look_alike:<kind>``) and probes (:class:`Probe`
-    values) this harness provides; :meth:`lacks` answers from it."""
     impossible: frozenset[str] = frozenset()
     """The needs its target cannot have by its nature, whoever wrote the harness (Slurm hands
     out every native id itself, so nobody can recreate an object under one; its writes carry
@@ -681,13 +465,13 @@ class Harness(ABC, Generic[B]):
     chosen by the run's seed (None: every one); a harness whose every step takes real seconds
     lowers it, and says so in its docs."""
 
-    def lacks(self, need: str) -> str | None:
-        """Why this harness cannot provide ``need`` (a fault or a probe), or None when it can.
-        Called before any backend is made: it must create nothing on the target (reading the
-        target's configuration is fine). The default answers from :attr:`offers`."""
-        if need in self.offers:
-            return None
-        return f"harness cannot inject {need}"
+    def declines(self, need: str) -> str | None:
+        """Why this harness's target, as configured, cannot give ``need`` (a need whose power
+        it implements: a form of it, or one the cluster's configuration rules out), or None.
+        For a need whose power it does not implement it may say why (the skip shows it); it is
+        unmet either way. Called before any backend is made: it must create nothing on the
+        target (reading the target's configuration is fine). The default declines nothing."""
+        return None
 
     def begin(self, check_id: str) -> None:
         """Called once before the check ``check_id`` runs (after its needs were met)."""
@@ -712,80 +496,21 @@ class Harness(ABC, Generic[B]):
         """The clock ``backend``'s cluster runs on; every wait in a check goes through it (a
         virtual clock makes waits free)."""
 
-    def job_command(self) -> tuple[str, ...]:
-        """The command of the checks' jobs when a check names none. The default, ``true``,
-        suits a harness whose scheduler decides when a job ends (a simulator); a harness on a
-        real scheduler returns a command that runs until its fault injector's ``finish`` or a
-        stop ends it, so that a started object stays running as the checks expect."""
-        return ("true",)
-
-    def faults(self, backend: B) -> FaultInjector:
-        """The fault injector of ``backend``'s cluster. The default injects nothing."""
-        return FaultInjector()
-
-    def executions(self, backend: B, ref: ObjectRef) -> Sequence[Sequence[Mapping[str, str]]]:
-        """For each execution of the object ``ref`` names, in order, the environment each rank
-        saw. Raise :class:`CannotInject` ("executions") when the harness cannot see them."""
-        raise CannotInject(Probe.EXECUTIONS.value)
-
-    def images(self, backend: B, ref: ObjectRef) -> Sequence[Sequence[str]]:
-        """For each execution of the object ``ref`` names, in order, the container image each
-        rank ran in, as the target saw it (the node's runtime, never the adapter's word). Raise
-        :class:`CannotInject` ("images") when the harness cannot see them. Needs
-        :attr:`Probe.IMAGES` in :attr:`offers`."""
-        raise CannotInject(Probe.IMAGES.value)
-
-    def host(self, backend: B) -> Host:
-        """The filesystem ``backend``'s jobs run on. The default has none (checks that need
-        paths on the cluster are skipped)."""
-        return Host()
-
-    def pre_termination_spec(self, spec: JobSpec, lead: int, limit: int) -> JobSpec:
-        """``spec`` as this scheduler's adapter asks for a time limit of ``limit`` seconds and
-        a pre-termination signal ``lead`` seconds before it (Slurm: the adapter's
-        ``slurm.TimeLimit`` and ``slurm.Signal`` extensions), so that no check needs to know
-        how. The job's processes must not end on the signal: they run on until the time limit
-        kills them, so that a check sees both. Raise :class:`CannotInject` ("signals") when
-        the harness cannot ask for them, or cannot say ``limit`` or ``lead`` (a scheduler
-        whose time limits are whole minutes). Needs :attr:`Probe.SIGNALS` in :attr:`offers`,
-        with :meth:`signals`."""
-        raise CannotInject(Probe.SIGNALS.value)
-
-    def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
-        """``spec`` as this scheduler's adapter asks for the scheduler itself to rerun the
-        object in place after an execution fails, at least once and a bounded number of times,
-        before the object ends failed (Kubeflow: a runtime whose JobSet
-        ``failurePolicy.maxRestarts`` is above 0). Each such rerun is an execution of its own:
-        ``finish`` with a non-zero code then returns once the object has ended or its restart
-        count has risen. Raise :class:`CannotInject` ("self_restarts") where the scheduler
-        never reruns a failed object by itself (Slurm requeues only on a node failure). Needs
-        :attr:`Probe.SELF_RESTARTS` in :attr:`offers`."""
-        raise CannotInject(Probe.SELF_RESTARTS.value)
-
-    def signals(self, backend: B, ref: ObjectRef) -> Signalled:
-        """What the processes of the first execution of the object ``ref`` names were sent
-        before their end, and when they ended, as the target saw it (the scheduler's record
-        or the job's own, never the adapter's word). Raise :class:`CannotInject` ("signals")
-        when the harness cannot see them."""
-        raise CannotInject(Probe.SIGNALS.value)
-
-    def inventory(self, backend: B) -> Sequence[str]:
-        """The native ids (as ``ObjectRef.id`` names them) of every object of the user's on
-        ``backend``'s target that has not ended (queued, held or running), whoever made it:
-        the adapter, its preflight, a check or the harness. Read from the target, never
-        through the adapter; cheap enough to call twice in a check. Raise
-        :class:`CannotInject` ("inventory") when the harness cannot list them."""
-        raise CannotInject(Probe.INVENTORY.value)
-
+    @abstractmethod
     def listing(self, backend: B) -> Mapping[str, Listed]:
         """The scheduler's own view of the user's objects on ``backend``'s target: each object
         its live view holds (ended ones included until they leave it), by native id as
         ``ObjectRef.id`` names it, with its state and the job its lookup key names. Read from
         the target, never through the adapter: it is the oracle that the observation checks
-        hold the adapter's answers to. Cheap enough to call a few times in a check. Raise
-        :class:`CannotInject` ("listing") when the harness cannot read it; offer
-        :attr:`Probe.LISTING` in :attr:`offers` when it can."""
-        raise CannotInject(Probe.LISTING.value)
+        hold the adapter's answers to, so every harness gives it. Cheap enough to call a few
+        times in a check."""
+
+    def job_command(self) -> tuple[str, ...]:
+        """The command of the checks' jobs when a check names none. The default, ``true``,
+        suits a harness whose scheduler decides when a job ends (a simulator); a harness on a
+        real scheduler returns a command that runs until its ``finish`` or a stop ends it, so
+        that a started object stays running as the checks expect."""
+        return ("true",)
 
     def close(self) -> None:
         """Release what the harness holds (called once, after the last check)."""
@@ -796,7 +521,6 @@ __all__ = [
     "STALL_BOUND",
     "CannotInject",
     "Fault",
-    "FaultInjector",
     "Harness",
     "HarnessUnavailable",
     "Host",

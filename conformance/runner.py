@@ -119,10 +119,13 @@ def known_needs() -> list[str]:
 
 def contract_error(harness: Harness[Any]) -> str:
     """What makes ``harness`` unusable by every check ('' when nothing does): no identity
-    model, or an ``offers`` that is not a set of known needs."""
+    model, an ``impossible`` that is not a set of known needs, or the ``offers`` set of the
+    contract before powers (the kit reads none: a harness offers a power by implementing its
+    protocol, :mod:`conformance.powers`)."""
     try:
         model: object = getattr(harness, "identity", None)
-        offers: object = getattr(harness, "offers", frozenset())
+        impossible: object = getattr(harness, "impossible", frozenset())
+        old_offers = hasattr(harness, "offers") or hasattr(harness, "faults")
     except Exception as error:  # a property that raises
         return f"cannot be read: {type(error).__name__}: {error}"
     if model is None:
@@ -132,16 +135,27 @@ def contract_error(harness: Harness[Any]) -> str:
         )
     if not isinstance(model, IdentityModel):
         return f"has identity = {type(model).__name__}, not a conformance.IdentityModel"
-    if isinstance(offers, str) or not isinstance(offers, Iterable):
-        return f"has offers = {offers!r}: give a frozenset of needs"
+    if old_offers:
+        return (
+            "declares offers or faults(), which the kit no longer reads: offer each power by "
+            "implementing its protocol of conformance.powers (see docs/writing-a-harness.md)"
+        )
+    if isinstance(impossible, str) or not isinstance(impossible, Iterable):
+        return f"has impossible = {impossible!r}: give a frozenset of needs"
     known = known_needs()
-    unknown = sorted(str(o) for o in offers if str(o) not in known)
+    unknown = sorted(str(o) for o in impossible if _bare(str(o)) not in known)
     if unknown:
         return (
-            f"offers {', '.join(repr(u) for u in unknown)}, which no check can need "
-            f"(known: {', '.join(known)})"
+            f"lists {', '.join(repr(u) for u in unknown)} as impossible, which no check can "
+            f"need (known: {', '.join(known)})"
         )
     return ""
+
+
+def _bare(need: str) -> str:
+    """A need as :class:`CannotInject` names a form of it (``requeue_underneath(held)``),
+    without the form."""
+    return need.partition("(")[0]
 
 
 def load_all(specs: Sequence[str]) -> list[Loaded]:

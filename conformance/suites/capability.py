@@ -953,7 +953,7 @@ SIGNAL_LIMIT: Final = 600
 )
 def pre_termination_signal_honoured(ctx: Context) -> None:
     """A declared PreTerminationSignal yes is honoured: a signal comes well before the kill."""
-    spec = ctx.harness.pre_termination_spec(ctx.spec(), SIGNAL_LEAD, SIGNAL_LIMIT)
+    spec = ctx.pre_termination_spec(ctx.spec(), SIGNAL_LEAD, SIGNAL_LIMIT)
     declared_yes(ctx, spec, Capability.PRE_TERMINATION_SIGNAL)
     asked = f"a signal {SIGNAL_LEAD} s before its {SIGNAL_LIMIT} s time limit"
     ref = ctx.start(ctx.plan(spec))
@@ -1122,7 +1122,7 @@ def preflight_bounded_and_clean(ctx: Context) -> None:
     """preflight keeps to its bound, leaves nothing it submitted unfinished, and answers probed."""
     backend = ctx.backend
     assert isinstance(backend, Preflight)  # the check's interface need
-    if ctx.harness.lacks(Probe.HOST_PATHS) is None:
+    if ctx.harness.lacking(Probe.HOST_PATHS) is None:
         probe_dir = ctx.scratch_dir()
     else:
         probe_dir = PreflightOptions().probe_dir

@@ -17,8 +17,9 @@ Two seams are the kit's own, since the fault vocabulary names neither:
   scheduler, and read back by a wrapper of the backend as ``failed`` with cause
   ``launch_failed`` (no harness offers a neutral "fail the launch" fault yet).
 
-``Harness.supervisor_class`` (an attribute a harness may set; the real :class:`Supervisor`
-by default) lets the project's tests run the suite against a deliberately broken supervisor.
+A harness that implements :class:`~conformance.powers.SuppliesSupervisor` has the suite run
+its supervisor (the real :class:`Supervisor` otherwise): the project's tests run the suite
+against deliberately broken ones.
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ class Run:
 
     def supervisor(self, backend: Any, store: Any) -> Supervisor:
         self.made += 1
-        factory = getattr(self.ctx.harness, "supervisor_class", None) or Supervisor
+        factory = self.ctx.harness.supervisor_type()
         made: Supervisor = factory(
             backend, store, self.clock, owner=f"core-{self.made}", **self.options
         )
@@ -584,7 +585,7 @@ def evidence_lost_is_not_success(ctx: Context) -> None:
     """An ended object whose result cannot be read is a failure (evidence_lost), never success."""
     run = Run(ctx)
     if ctx.identity.history_outlives_live:
-        if ctx.harness.lacks(Fault.DISABLE_HISTORY.value):
+        if ctx.harness.lacking(Fault.DISABLE_HISTORY.value):
             raise Skip(
                 "the target keeps history and the harness cannot disable it",
                 SkippedFor.HARNESS,

@@ -343,7 +343,7 @@ def every_look_alike_at_once(ctx: Context) -> None:
     plan = ctx.plan(long_spec(ctx))
     job = plan.job
     made: dict[str, tuple[LookAlike, str]] = {}
-    kinds = [k for k in LookAlike if ctx.harness.lacks(look_alike_need(k)) is None]
+    kinds = [k for k in LookAlike if ctx.harness.lacking(look_alike_need(k)) is None]
     if not kinds:
         raise CannotInject("any look-alike (the harness offers no look_alike:<kind>)")
     for kind in kinds:
@@ -1727,7 +1727,7 @@ def requeue_after_the_schedulers_own_restarts(ctx: Context) -> None:
     answer = ctx.backend.rules(Policy(rules=(Rule(kind=RuleKind.REQUEUE),)))[0].perform
     if answer.value is not Tristate.YES:
         raise Skip(f"adapter declares the requeue rule {answer.value}: {answer.reason}")
-    spec = ctx.harness.self_restarting_spec(long_spec(ctx))
+    spec = ctx.self_restarting_spec(long_spec(ctx))
     plan = ctx.plan(spec)
     ref = ctx.start(plan, submission=1, attempt=1)
     counts: list[int] = []

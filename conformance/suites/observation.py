@@ -16,7 +16,6 @@ from conformance.harness import (
     Fault,
     Listed,
     LookAlike,
-    Probe,
     Shown,
     look_alike_need,
 )
@@ -25,7 +24,6 @@ from conformance.suites.clauses import SEED_001
 from dispatch_core import DispatchError, JobID, NotFound, ObjectRef, Observation, State
 from dispatch_core.clock import pause
 
-LISTING: Final = Needs(probes=(Probe.LISTING,))
 STOP_CLAUSE: Final = f"{SEED_001}, The identity check: Stop also checks that the job ended"
 SHOWN: Final = {
     State.QUEUED: Shown.PENDING,
@@ -58,7 +56,7 @@ def ended_by_the_scheduler(ctx: Context, ref: ObjectRef, what: str) -> None:
     )
 
 
-@check("OBS-001", clause=STOP_CLAUSE, needs=LISTING)
+@check("OBS-001", clause=STOP_CLAUSE)
 def stop_ends_it_by_the_scheduler(ctx: Context) -> None:
     """stop returns only once the scheduler's own listing shows the object ended, or gone."""
     ref = ctx.start(ctx.plan(long_spec(ctx)))
@@ -103,7 +101,6 @@ def agrees(ctx: Context, ref: ObjectRef, when: str) -> Shown | None:
 @check(
     "OBS-002",
     clause="DESIGN §4, Observations: a coarse state; what cannot be told is unknown",
-    needs=LISTING,
 )
 def open_agrees_with_the_scheduler(ctx: Context) -> None:
     """open's state is the scheduler's own: pending as pending, running as running, ended too."""
@@ -118,7 +115,6 @@ def open_agrees_with_the_scheduler(ctx: Context) -> None:
 @check(
     "OBS-003",
     clause=f"{SEED_001}, The name: Find asks for your jobs with that name, in any state",
-    needs=LISTING,
 )
 def find_keeps_what_the_scheduler_lists(ctx: Context) -> None:
     """find reports every object of the job that the scheduler's own listing holds, ended too."""
@@ -145,7 +141,6 @@ def find_keeps_what_the_scheduler_lists(ctx: Context) -> None:
 @check(
     "OBS-004",
     clause="DESIGN §12, Idempotent on (job, submission)",
-    needs=LISTING,
 )
 def one_object_per_submission_by_the_scheduler(ctx: Context) -> None:
     """Starting a submission again, or from a reopened adapter, makes no second object of it."""
@@ -172,7 +167,6 @@ def one_object_per_submission_by_the_scheduler(ctx: Context) -> None:
             Fault.REQUEUE_UNDERNEATH,
             look_alike_need(LookAlike.CASE_VARIANT),
         ),
-        probes=(Probe.LISTING,),
         identity=("reuses_ids",),
     ),
 )

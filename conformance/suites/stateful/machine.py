@@ -19,9 +19,9 @@ from hypothesis.stateful import (
 from ulid import ULID
 
 from conformance.checks import CheckFailed, Context
+from conformance.faults import Faults
 from conformance.harness import (
     CannotInject,
-    FaultInjector,
     IdentityModel,
     LookAlike,
     look_alike_need,
@@ -137,7 +137,7 @@ class Machine(RuleBasedStateMachine):
         self.original: Backend = self.harness.new_backend()
         self.backend: Backend = self.original
         self.clock: Clock = self.harness.clock(self.original)
-        self.faults: FaultInjector = self.harness.faults(self.original)
+        self.faults: Faults = self.harness.faults(self.original)
         self.identity: IdentityModel = ctx.identity
         self.rng = random.Random(f"{ctx.seed}:{ctx.check.id}:jobs")
         self.steps: list[str] = []
