@@ -837,7 +837,7 @@ def run_check(check: Check, harness: Harness[Any], seed: int = 0) -> Result:
     try:
         lacks = {need: guarded.lacking(need) for need in check.needs.harness_needs()}
     except (Exception, SystemExit) as error:
-        asked = HarnessCrash(getattr(error, _HARNESS_CALL, "lacks()"), error)
+        asked = HarnessCrash(getattr(error, _HARNESS_CALL, "declines()"), error)
         return result(Outcome.ERROR, _harness_error(check, asked, replay))
     if any(lacks.values()):
         lacking = tuple(n for n, why in lacks.items() if why)

@@ -741,8 +741,9 @@ def parser() -> argparse.ArgumentParser:
         description="An author's to-do list: for each harness, the faults and probes it offers "
         "of those the checks need, those its target cannot have by its nature "
         "(Harness.impossible), and for each it lacks, the checks (with their profiles) it "
-        "would unlock, most first; a check lacking several is unlocked by all of them. Asks "
-        "the harness only lacks(): nothing is made on its target.",
+        "would unlock, most first, with the power (a protocol of conformance.powers) to "
+        "implement; a check lacking several is unlocked by all of them. Reads the harness's "
+        "type and declines() only: nothing is made on its target.",
     )
     _harness_option(needs, required=True, repeat=True)
     needs.add_argument(

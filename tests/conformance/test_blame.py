@@ -26,7 +26,7 @@ def test_a_harness_failing_on_another_submission_s_object_is_the_adapter_s_failu
     assert result.outcome is Outcome.FAILED, result.reason
     assert result.adapter.startswith("start returned the same object ")
     assert "for submission 2, attempt 1 and submission 3, attempt 1" in result.adapter
-    assert "the harness then failed on that object: faults().let_run() raised KeyError" in (
+    assert "the harness then failed on that object: let_run() raised KeyError" in (
         result.adapter
     )
 

@@ -5,7 +5,7 @@ what a check made (last first) and reports a failed undo as the check's error, a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 
@@ -15,12 +15,14 @@ from conformance.harness import (
     Fault,
     Harness,
     IdentityModel,
+    Listed,
     LookAlike,
     Lookup,
     Probe,
     look_alike_need,
 )
-from dispatch_core import Capability, Clock, Holder, VirtualClock
+from conformance.powers import ObservesExecutions, Purges
+from dispatch_core import Capability, Clock, Holder, ObjectRef, VirtualClock
 
 LABELLED = IdentityModel(
     lookup=Lookup.LABEL, reuses_ids=False, requeue_moves_submit=False, history_outlives_live=False
@@ -33,8 +35,7 @@ class Toy(Harness[MemoryBackend]):
     name = "toy"
     identity = LABELLED
 
-    def __init__(self, offers: frozenset[str] = frozenset(), end_raises: bool = False) -> None:
-        self.offers = offers
+    def __init__(self, end_raises: bool = False) -> None:
         self.end_raises = end_raises
         self.calls: list[str] = []
 
@@ -55,6 +56,21 @@ class Toy(Harness[MemoryBackend]):
 
     def clock(self, backend: MemoryBackend) -> Clock:
         return backend.cluster.clock
+
+    def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+        return {}
+
+
+class Offering(Toy, Purges[MemoryBackend], ObservesExecutions[MemoryBackend]):
+    """The toy, offering purge and executions by implementing their protocols."""
+
+    def purge(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        backend.cluster.purge(ref.id)
+
+    def executions(
+        self, backend: MemoryBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
+        return []
 
 
 def a_check(
@@ -97,11 +113,14 @@ def test_a_lacking_need_skips_before_any_backend_is_made(needs: Needs) -> None:
 
 def test_the_lacking_reason_is_the_harness_s() -> None:
     class Says(Toy):
-        def lacks(self, need: str) -> str | None:
-            return f"harness cannot inject {need} (a label value holds no comma)"
+        def declines(self, need: str) -> str | None:
+            return "a label value holds no comma"
 
     result = run_check(a_check(uses_the_backend, Needs(faults=("lose_node",))), Says())
-    assert result.reason == "harness cannot inject lose_node (a label value holds no comma)"
+    assert result.reason == (
+        "harness offers no lose_node (a label value holds no comma): implement "
+        "conformance.powers.LosesNodes to offer it"
+    )
 
 
 def test_identity_needs_name_the_flag() -> None:
@@ -110,7 +129,7 @@ def test_identity_needs_name_the_flag() -> None:
 
 
 def test_offered_needs_run_the_check_between_begin_and_end() -> None:
-    harness = Toy(offers=frozenset({Fault.PURGE.value, Probe.EXECUTIONS.value}))
+    harness = Offering()
     needs = Needs(faults=(Fault.PURGE,), probes=(Probe.EXECUTIONS,))
     result = run_check(a_check(uses_the_backend, needs), harness)
     assert result.outcome is Outcome.PASSED, result.reason

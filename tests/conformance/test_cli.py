@@ -22,12 +22,14 @@ from pathlib import Path
 import pytest
 
 from adapters.memory import MemoryBackend, Shape
+from adapters.memory.testing.harness import MemoryHarness
 from adapters.slurm import SlurmBackend
 from conformance import (
     Context,
     Fault,
     Harness,
     IdentityModel,
+    Listed,
     Lookup,
     Needs,
     Probe,
@@ -86,6 +88,9 @@ class ToyHarness(Harness[MemoryBackend]):
 
     def clock(self, backend: MemoryBackend) -> Clock:
         return backend.cluster.clock
+
+    def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+        return MemoryHarness(self.shape).listing(backend)
 
     def begin(self, check_id: str) -> None:
         self.calls.append(f"begin {check_id}")
@@ -153,7 +158,7 @@ def dying_harness() -> ToyHarness:
 class WordyHarness(ToyHarness):
     """Says why it lacks a fault on two lines."""
 
-    def lacks(self, need: str) -> str | None:
+    def declines(self, need: str) -> str | None:
         return "no node here\n  to lose (a toy scheduler)" if need == Fault.LOSE_NODE else None
 
 
@@ -175,17 +180,30 @@ class NoIdentityHarness(Harness[MemoryBackend]):
     def clock(self, backend: MemoryBackend) -> Clock:
         return backend.cluster.clock
 
+    def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+        return {}
+
 
 def no_identity_harness() -> NoIdentityHarness:
     return NoIdentityHarness()
 
 
 class MisspeltHarness(ToyHarness):
-    offers = frozenset({Fault.LET_RUN.value, "lose_comments"})
+    impossible = frozenset({Fault.LET_RUN.value, "lose_comments"})
 
 
 def misspelt_harness() -> ToyHarness:
     return MisspeltHarness("misspelt")
+
+
+class OldStyleHarness(ToyHarness):
+    """A harness written for the contract before powers: it names what it offers."""
+
+    offers = frozenset({Fault.LET_RUN.value})
+
+
+def old_style_harness() -> ToyHarness:
+    return OldStyleHarness("old-style")
 
 
 def exploding_harness() -> ToyHarness:
@@ -702,7 +720,10 @@ def test_a_lacking_need_skips_before_any_backend_with_one_reason_everywhere(
         "--report-dir",
         str(tmp_path),
     )
-    said = "no node here to lose (a toy scheduler)"
+    said = (
+        "harness offers no lose_node (no node here to lose (a toy scheduler)): implement "
+        "conformance.powers.LosesNodes to offer it"
+    )
     assert code == 0
     assert f"skipped: {said}" in [line.strip() for line in out.splitlines()]
     [row] = json.loads((tmp_path / "report.json").read_text())["results"]
@@ -727,8 +748,13 @@ def test_a_lacking_need_skips_before_any_backend_with_one_reason_everywhere(
         ),
         (
             f"{HERE}:misspelt_harness",
-            f"harness '{HERE}:misspelt_harness' offers 'lose_comments', which no check can need "
-            "(known: let_run, finish,",
+            f"harness '{HERE}:misspelt_harness' lists 'lose_comments' as impossible, which no "
+            "check can need (known: let_run, finish,",
+        ),
+        (
+            f"{HERE}:old_style_harness",
+            f"harness '{HERE}:old_style_harness' declares offers or faults(), which the kit no "
+            "longer reads: offer each power by implementing its protocol of conformance.powers",
         ),
     ],
 )

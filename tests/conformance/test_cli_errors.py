@@ -24,9 +24,10 @@ import pytest
 import conformance.cli as cli_module
 import conformance.reports as reports
 from adapters.memory import MemoryBackend
-from conformance import Fault, FaultInjector, Harness, checks, suite_for
+from conformance import Harness, checks, suite_for
 from conformance.checks import SelectionError
 from conformance.cli import EXIT_STATUSES
+from conformance.powers import RunsJobs
 from dispatch_core import ObjectRef
 from tests.conformance.test_cli import TOY, NoIdentityHarness, ToyHarness, cli, one_line_error
 
@@ -64,19 +65,17 @@ def bad_close() -> Harness[MemoryBackend]:
     return BadCloseHarness()
 
 
-class LetRunFails(FaultInjector):
-    def let_run(self, ref: ObjectRef) -> None:
-        raise RuntimeError("scheduler socket gone")
-
-
-class BadInjectorHarness(ToyHarness):
-    offers = frozenset({Fault.LET_RUN.value})
+class BadInjectorHarness(ToyHarness, RunsJobs[MemoryBackend]):
+    """Offers let_run and finish; its let_run raises."""
 
     def __init__(self) -> None:
         super().__init__("bad-injector")
 
-    def faults(self, backend: MemoryBackend) -> FaultInjector:
-        return LetRunFails()
+    def let_run(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        raise RuntimeError("scheduler socket gone")
+
+    def finish(self, backend: MemoryBackend, ref: ObjectRef, exit_code: int = 0) -> None:
+        backend.cluster.finish(ref.id, exit_code)
 
 
 def bad_injector() -> Harness[MemoryBackend]:
@@ -355,7 +354,7 @@ def test_a_fault_injector_that_raises_is_a_harness_error(
     assert code == 3
     for check_id in ("HOLD-001", "STATE-001"):  # a stateful program catches it: still an error
         assert (
-            f"      [{check_id}] harness error, not the adapter's: faults().let_run() raised "
+            f"      [{check_id}] harness error, not the adapter's: let_run() raised "
             "RuntimeError: scheduler socket gone"
         ) in out.splitlines()
     assert re.search(where_line("let_run"), out)

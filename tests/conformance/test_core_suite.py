@@ -11,6 +11,7 @@ from adapters.memory import MemoryBackend
 from adapters.memory.testing.broken import StartNotIdempotent
 from adapters.memory.testing.harness import MemoryHarness
 from conformance.checks import Outcome, Result, checks, run_check
+from conformance.powers import SuppliesSupervisor
 from dispatch_core import Cause, Enforcer, Observation, RuleKind, State, VirtualClock
 from dispatch_core.supervise import LAUNCH_CAUSES, Supervisor
 from dispatch_core.supervise.view import JobView
@@ -110,11 +111,28 @@ class Blind(MemoryHarness):
         return StartNotIdempotent("slurm", cluster=backend.cluster)
 
 
+class Supplies(MemoryHarness, SuppliesSupervisor):
+    """memory-slurm whose core suite runs ``supervisor`` (the harness supplies it)."""
+
+    supervisor: type[Supervisor] = Supervisor
+
+    def supervisor_type(self) -> type[Supervisor]:
+        return self.supervisor
+
+
+class SuppliesBlind(Supplies, Blind):
+    """:class:`Blind`, supplying its supervisor."""
+
+
 def harness(
     supervisor: type[Supervisor] | None, base: type[MemoryHarness] = MemoryHarness, **cluster: Any
 ) -> MemoryHarness:
-    made = base("slurm", **cluster)
-    made.supervisor_class = supervisor  # type: ignore[attr-defined]
+    """``base`` as it is (the reference supervisor) when ``supervisor`` is None, else the same
+    harness supplying ``supervisor``."""
+    if supervisor is None:
+        return base("slurm", **cluster)
+    made = (SuppliesBlind if base is Blind else Supplies)("slurm", **cluster)
+    made.supervisor = supervisor
     return made
 
 

@@ -18,6 +18,7 @@ from adapters.slurm.testing.sim import SlurmSimHarness, sim_cluster
 from conformance.checks import Check, Outcome, checks, run_check
 from conformance.harness import CannotInject, Probe, Signalled
 from conformance.harnesses import load_harness
+from conformance.powers import lacking
 from dispatch_core import (
     Backend,
     Capability,
@@ -153,15 +154,15 @@ def test_where_the_signal_check_skips_and_why() -> None:
         result = run_check(check_named("CAP-018"), load_harness(name))
         assert (result.outcome, result.reason) == (
             Outcome.SKIPPED,
-            "harness cannot inject signals (the memory scheduler models no time limit and no "
-            "signal: its adapter declares PreTerminationSignal no)",
+            "harness offers no signals (the memory scheduler models no time limit and no "
+            "signal: its adapter declares PreTerminationSignal no): implement "
+            "conformance.powers.ObservesSignals to offer it",
         )
     local = SlurmLocalHarness()
-    assert (local.lacks(Probe.SIGNALS) or "").startswith(
-        "harness cannot inject signals (a real Slurm's time limits are whole minutes"
-    )
+    said = lacking(local, Probe.SIGNALS) or ""
+    assert "(a real Slurm's time limits are whole minutes" in said
     result = run_check(check_named("CAP-018"), local)  # before any backend: no cluster needed
-    assert result.outcome is Outcome.SKIPPED and result.reason == local.lacks(Probe.SIGNALS)
+    assert result.outcome is Outcome.SKIPPED and result.reason == said
 
 
 # -- CAP-019: preflight ---------------------------------------------------------------------------

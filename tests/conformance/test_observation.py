@@ -5,6 +5,8 @@ a second object for the same submission; and a correct adapter passes every chec
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
 from adapters.memory import MemoryBackend
@@ -14,30 +16,43 @@ from adapters.memory.testing.broken import (
     StartNotIdempotent,
     StopReturnsBeforeTheEnd,
 )
-from adapters.memory.testing.harness import MemoryHarness
-from conformance import Outcome, Probe, checks, run_check
+from adapters.memory.testing.harness import SLURM_SHAPE, MemoryHarness
+from conformance import Harness, Listed, Outcome, checks, run_check
 from conformance.checks import Result
-from dispatch_core import VirtualClock
+from conformance.powers import POWERS, lacking
+from conformance.runner import known_needs
+from dispatch_core import Clock, VirtualClock
 
 
-class ListingOnly(MemoryHarness):
-    """The memory adapter (or a broken one) with a harness that offers the scheduler's listing
-    and nothing else: no fault, no executions, no paths."""
+class ListingOnly(Harness[MemoryBackend]):
+    """The memory adapter (or a broken one) with a harness that keeps the required contract and
+    offers nothing more: no power of conformance.powers, so no fault, no executions, no paths.
+    Its listing is the memory harness's own (the cluster's view, read without the adapter)."""
+
+    identity = SLURM_SHAPE
 
     def __init__(self, backend: type[MemoryBackend] = MemoryBackend) -> None:
-        super().__init__("slurm")
         self.backend_type = backend
         self.name = f"listing-only-{backend.__name__}"
-        self.offers = frozenset({Probe.LISTING.value})
-
-    def lacks(self, need: str) -> str | None:
-        return None if need == Probe.LISTING else f"harness cannot inject {need}"
+        self.scheduler = MemoryHarness("slurm")
 
     def new_backend(self) -> MemoryBackend:
-        return self.backend_type("slurm", clock=VirtualClock(), **self.cluster)
+        return self.backend_type("slurm", clock=VirtualClock(), **self.scheduler.cluster)
 
     def reopen(self, backend: MemoryBackend) -> MemoryBackend:
         return type(backend)(**backend.init_options, cluster=backend.cluster)
+
+    def clock(self, backend: MemoryBackend) -> Clock:
+        return backend.cluster.clock
+
+    def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+        return self.scheduler.listing(backend)
+
+
+def test_the_listing_harness_offers_no_power() -> None:
+    harness = ListingOnly()
+    assert not [power for power in POWERS if isinstance(harness, power)]
+    assert all(lacking(harness, need) for need in known_needs())
 
 
 def run_all(backend: type[MemoryBackend]) -> list[Result]:

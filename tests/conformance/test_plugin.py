@@ -257,7 +257,7 @@ def test_a_bad_harness_is_a_usage_error(pytester: pytest.Pytester) -> None:
     for spec, says in (
         ("nope", "no harness named 'nope'"),
         (f"{HERE}:exploding_harness", "RuntimeError: no cluster here second line"),
-        (f"{HERE}:misspelt_harness", "offers 'lose_comments', which no check can need"),
+        (f"{HERE}:misspelt_harness", "lists 'lose_comments' as impossible, which no check"),
     ):
         result = pytester.runpytest(f"--dispatch-harness={spec}", *PLUGIN)
         assert result.ret == pytest.ExitCode.USAGE_ERROR

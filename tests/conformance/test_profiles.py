@@ -133,7 +133,8 @@ def test_a_skip_names_every_missing_need_and_whose_gap_it_is() -> None:
     result = run_check(two, Lacking(), seed=0)
     assert result.lacking == ("let_run", "purge", "executions")
     assert result.skipped_for == SkippedFor.HARNESS
-    assert result.reason.count("harness cannot inject") == 3
+    assert result.reason.count("harness offers no") == 3
+    assert "implement conformance.powers.RunsJobs" in result.reason
     nature = Check("T-2", "a rule", "c", "t", Tier.STANDARD, body, Needs(faults=(Fault.RECREATE,)))
     assert run_check(nature, Lacking(), seed=0).skipped_for == SkippedFor.TARGET
 

@@ -45,7 +45,7 @@ def test_the_cluster_s_files_live_in_the_root_and_go_with_it(
     assert checks_dir.parent == tmp_path
     spec = JobSpec(command=command, work_dir=str(checks_dir))
     ref = backend.start(make_plan(backend, spec, None, with_job(JobID.new())), 1, 1)
-    harness.faults(backend).let_run(ref)  # its script ran, from a directory in the root
+    harness.let_run(backend, ref)  # its script ran, from a directory in the root
     assert cluster.execute.bin_dir.parent == tmp_path
     assert [len(ranks) for ranks in harness.executions(backend, ref)] == [1]
     harness.host(backend).remove(str(checks_dir))

@@ -225,10 +225,11 @@ def look_alike_forms(kind: LookAlike) -> int:
     return 1
 
 
-COMMA_LIST_REASON: Final = (
-    "look_alike:comma_list (a Kubernetes label value cannot hold a comma, and a label "
-    "selector never splits one)"
+COMMA_LIST_WHY: Final = (
+    "a Kubernetes label value cannot hold a comma, and a label selector never splits one"
 )
+"""Why no Kubernetes harness makes a :attr:`LookAlike.COMMA_LIST` look-alike."""
+COMMA_LIST_REASON: Final = f"look_alike:comma_list ({COMMA_LIST_WHY})"
 
 
 def look_alike(job: JobID, kind: LookAlike, variant: int = 0) -> Form:
@@ -264,6 +265,7 @@ def describe(kind: LookAlike, variant: int = 0) -> str:
 __all__ = [
     "ATTEMPT_ANNOTATION",
     "COMMA_LIST_REASON",
+    "COMMA_LIST_WHY",
     "EPOCH_PAD_ANNOTATION",
     "EXECUTION_ANNOTATION",
     "JOB_LABEL",

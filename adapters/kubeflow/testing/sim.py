@@ -51,7 +51,7 @@ from adapters.kubeflow.admission import CHECK_NAME, CONTROLLER_NAME, Readmission
 from adapters.kubeflow.backend import RUNTIME_EXTENSION
 from adapters.kubeflow.testing.lookalikes import (
     ATTEMPT_ANNOTATION,
-    COMMA_LIST_REASON,
+    COMMA_LIST_WHY,
     JOB_LABEL,
     OTHER_NAMESPACE,
     SUBMISSION_LABEL,
@@ -125,37 +125,43 @@ KUBE_IDENTITY: Final = IdentityModel(
 namespace/name) is free for anyone's new object once its own is deleted, though a uid is never
 reused; a requeue keeps the creationTimestamp; nothing outlives the live view."""
 
+GARBLED_REPLY: Final = (
+    "the API server answers a JSON body or closes the connection: nothing says success and "
+    "names nothing"
+)
 REFUSED: Final[Mapping[str, str]] = {
     Fault.REUSE_ID_NEXT: (
-        "reuse_id_next (the client names each TrainJob: the API server hands out no names, so "
-        "it gives no later object a name that was another's)"
+        "the client names each TrainJob: the API server hands out no names, so it gives no "
+        "later object a name that was another's"
     ),
-    Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
-    Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
-    Fault.DISABLE_HISTORY: "disable_history (no accounting history on Kubernetes to switch off)",
+    Fault.LOSE_IDENTITY_HISTORY: "no accounting history on Kubernetes",
+    Fault.LAG_HISTORY: "no accounting history on Kubernetes",
+    Fault.DISABLE_HISTORY: "no accounting history on Kubernetes to switch off",
     Fault.IGNORE_NEXT_STOP: (
-        "ignore_next_stop (the API server's delete removes the object or answers it with its "
-        "deletionTimestamp set; nothing acknowledges a delete and keeps the object as it was)"
+        "the API server's delete removes the object or answers it with its deletionTimestamp "
+        "set; nothing acknowledges a delete and keeps the object as it was"
     ),
     Fault.IGNORE_NEXT_WRITE: (
-        "ignore_next_write (an update the API server answered 200 is stored: it never "
-        "acknowledges a write it did not make)"
+        "an update the API server answered 200 is stored: it never acknowledges a write it "
+        "did not make"
     ),
-    look_alike_need(LookAlike.COMMA_LIST): COMMA_LIST_REASON,
+    look_alike_need(LookAlike.COMMA_LIST): COMMA_LIST_WHY,
+    reply_loss_need(ReplyLoss.GARBLED): GARBLED_REPLY,
     Probe.HOST_PATHS: (
-        "host_paths (the simulated kubelet runs no process: there is no filesystem its pods "
-        "write to)"
+        "the simulated kubelet runs no process: there is no filesystem its pods write to"
     ),
     Probe.COMMANDS: (
-        "commands (the simulated kubelet runs no process: it records each container start and "
-        "the environment it saw)"
+        "the simulated kubelet runs no process: it records each container start and the "
+        "environment it saw"
     ),
     Probe.SIGNALS: (
-        "signals (the Kubeflow adapter asks for no time limit with a signal before it: a "
-        "TrainJob's activeDeadlineSeconds deletes its pods with the grace period it has)"
+        "the Kubeflow adapter asks for no time limit with a signal before it: a TrainJob's "
+        "activeDeadlineSeconds deletes its pods with the grace period it has"
     ),
 }
-"""What both simulated clusters lack, and why (the text after ``harness cannot inject``)."""
+"""What both simulated clusters lack, and why (:meth:`KubeflowSimHarness.declines`): forms of
+powers the harness implements (a comma-list look-alike, a garbled reply) and powers it does not
+(the skip shows the reason)."""
 KUBE_IMPOSSIBLE: Final = frozenset(
     [
         Fault.REUSE_ID_NEXT,
@@ -172,15 +178,17 @@ KUBE_IMPOSSIBLE: Final = frozenset(
 """Of :data:`REFUSED`, what no harness of Kubernetes with the Kubeflow adapter can show, by
 their nature (``Harness.impossible``); the rest is the simulator's own limit."""
 NO_KUEUE_REQUEUE: Final = (
-    "requeue_underneath (without Kueue nothing on Kubernetes requeues a TrainJob underneath "
-    "its owner: an administrator's suspend and resume by hand reruns it under the execution id "
-    "it had, which no adapter sees coming; kubeflow-sim-kueue requeues through Kueue's "
-    "eviction, which the readmission gate readmits)"
+    "without Kueue nothing on Kubernetes requeues a TrainJob underneath its owner: an "
+    "administrator's suspend and resume by hand reruns it under the execution id it had, which "
+    "no adapter sees coming; kubeflow-sim-kueue requeues through Kueue's eviction, which the "
+    "readmission gate readmits"
 )
+"""Why ``kubeflow-sim`` declines ``requeue_underneath``."""
 KUEUE_NO_STALL: Final = (
-    "stall_teardown (with Kueue only a running object is requeued, by its Workload's "
-    "deactivation: no requeue waits for an ended run's JobSet to go)"
+    "with Kueue only a running object is requeued, by its Workload's deactivation: no requeue "
+    "waits for an ended run's JobSet to go"
 )
+"""Why ``kubeflow-sim-kueue`` declines ``stall_teardown``."""
 HELD_REQUEUE: Final = (
     "Kueue readmits an evicted Workload by itself: there is no state in which the scheduler "
     "keeps a requeued TrainJob held"
@@ -199,35 +207,6 @@ def restarting_runtime() -> JSON:
     return runtime
 
 
-SIM_OFFERS: Final = frozenset(
-    [
-        Fault.LET_RUN,
-        Fault.FINISH,
-        Fault.PURGE,
-        Fault.LOSE_NODE,
-        Fault.OOM_KILL,
-        Fault.PREEMPT,
-        Fault.LOSE_NEXT_REPLY,
-        reply_loss_need(ReplyLoss.FAILURE),
-        Fault.FAIL_BEFORE_EFFECT,
-        Fault.FAIL_EVERY_TRY,
-        Fault.VANISH_BEFORE_READ_BACK,
-        Fault.RACE_NEXT_WRITE,
-        race_need(Race.TOUCHED),
-        Fault.FAIL_BETWEEN_STEPS,
-        Fault.NEAR_HOLD,
-        Fault.HOLD_EDGE,
-        Fault.REUSE_ID,
-        Fault.RECREATE,
-        *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.COMMA_LIST),
-        Probe.EXECUTIONS,
-        Probe.IMAGES,
-        Probe.INVENTORY,
-        Probe.LISTING,
-        Probe.PREFLIGHT,
-    ]
-)
-"""What both simulated clusters offer; ``kubeflow-sim-kueue`` offers requeue_underneath too."""
 NEAR_HOLDS: Final[tuple[tuple[str, str], ...]] = (
     ("0", "dispatch/hold=0 (numbers start at 1)"),
     ("1000000", "dispatch/hold=1000000 (the hold bound)"),
@@ -711,33 +690,54 @@ class SimCluster:
         ]
 
 
-class SimFaults(FaultInjector):
-    """Every fault the simulator allows, on one simulated cluster."""
+class SimPowers(
+    RunsJobs[KubeflowBackend],
+    RequeuesUnderneath[KubeflowBackend],
+    Purges[KubeflowBackend],
+    ReusesIds[KubeflowBackend],
+    Recreates[KubeflowBackend],
+    LosesNodes[KubeflowBackend],
+    KillsForMemory[KubeflowBackend],
+    Preempts[KubeflowBackend],
+    StallsTeardown[KubeflowBackend],
+    LosesReplies[KubeflowBackend],
+    FailsBeforeEffect[KubeflowBackend],
+    FailsEveryTry[KubeflowBackend],
+    VanishesBeforeReadBack[KubeflowBackend],
+    RacesWrites[KubeflowBackend],
+    FailsBetweenSteps[KubeflowBackend],
+    TellsUnfired[KubeflowBackend],
+    WritesNearHolds[KubeflowBackend],
+    MovesToHoldEdges[KubeflowBackend],
+    MakesLookAlikes[KubeflowBackend],
+):
+    """Every fault the simulator allows, each on the simulated cluster of the backend it is
+    given (:meth:`cluster_of`): the powers :class:`KubeflowSimHarness` offers besides its
+    probes. What one of its clusters cannot give is named by the harness's ``declines``."""
 
-    def __init__(self, cluster: SimCluster) -> None:
-        self.cluster = cluster
-        self.sim = cluster.sim
-        self.clock = cluster.clock
+    @abstractmethod
+    def cluster_of(self, backend: KubeflowBackend) -> SimCluster:
+        """The simulated cluster ``backend`` was made on."""
 
     # -- the scheduler -------------------------------------------------------------------------
 
-    def let_run(self, ref: ObjectRef) -> None:
-        self._let_run(ref)
+    def let_run(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
+        self._let_run(self.cluster_of(backend), ref)
 
-    def _let_run(self, ref: ObjectRef) -> JSON:
+    def _let_run(self, cluster: SimCluster, ref: ObjectRef) -> JSON:
         """Let virtual time pass until every rank of the object runs (bounded); an execution
         that began meanwhile and has already ended (a command that exits at once) counts."""
-        ran = len(self.cluster.executions(ref))
+        ran = len(cluster.executions(ref))
         for waited in range(LET_RUN_BOUND + 1):
-            trainjob = self.cluster.require(ref)
-            if self.cluster.running(trainjob):
+            trainjob = cluster.require(ref)
+            if cluster.running(trainjob):
                 return trainjob
-            if self.cluster.finished(trainjob):
-                if len(self.cluster.executions(ref)) > ran:
+            if cluster.finished(trainjob):
+                if len(cluster.executions(ref)) > ran:
                     return trainjob
                 raise Rejected(f"TrainJob {ref.id} has ended: it will not run again")
             annotations = trainjob["metadata"].get("annotations") or {}
-            wl = self.cluster.workload(trainjob) if self.cluster.kueue else None
+            wl = cluster.workload(trainjob) if cluster.kueue else None
             held = HOLD in annotations and (
                 trainjob.get("spec", {}).get("suspend") is True
                 or (wl is not None and wl.get("spec", {}).get("active") is False)
@@ -745,135 +745,149 @@ class SimFaults(FaultInjector):
             if held:
                 raise Rejected(f"TrainJob {ref.id} is held ({HOLD}={annotations[HOLD]})")
             if waited < LET_RUN_BOUND:
-                self.clock.advance(1)
+                cluster.clock.advance(1)
         raise Rejected(f"TrainJob {ref.id} did not run within {LET_RUN_BOUND} s")
 
-    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
+    def finish(self, backend: KubeflowBackend, ref: ObjectRef, exit_code: int = 0) -> None:
         """Every running container of the object ends now with ``exit_code``; the end then
         travels up (Job, JobSet, TrainJob) in virtual time, until the TrainJob has ended or
         its JobSet has restarted (a runtime with ``maxRestarts``)."""
-        trainjob = self._let_run(ref)
-        restarts = self.cluster.restarts(trainjob)
-        with self.sim.lock:
-            for pod in self.cluster.pods(trainjob):
-                if end_containers(self.sim.cluster, pod, exit_code):
+        cluster = self.cluster_of(backend)
+        trainjob = self._let_run(cluster, ref)
+        restarts = cluster.restarts(trainjob)
+        with cluster.sim.lock:
+            for pod in cluster.pods(trainjob):
+                if end_containers(cluster.sim.cluster, pod, exit_code):
                     metadata = pod["metadata"]
-                    self.sim.runner.enqueue(
-                        self.kubelet, (str(metadata["namespace"]), str(metadata["name"]))
+                    cluster.sim.runner.enqueue(
+                        cluster.kubelet, (str(metadata["namespace"]), str(metadata["name"]))
                     )
-            self.sim.runner.settle()
+            cluster.sim.runner.settle()
         self._until(
+            cluster,
             ref,
-            lambda tj: self.cluster.finished(tj) or self.cluster.restarts(tj) > restarts,
+            lambda tj: cluster.finished(tj) or cluster.restarts(tj) > restarts,
             "end or restart",
         )
 
-    @property
-    def kubelet(self) -> Kubelet:
-        return self.cluster.kubelet
-
-    def _until(self, ref: ObjectRef, done: Callable[[JSON], bool], what: str) -> None:
+    def _until(
+        self, cluster: SimCluster, ref: ObjectRef, done: Callable[[JSON], bool], what: str
+    ) -> None:
         for _ in range(SETTLE_BOUND):
-            trainjob = self.cluster.trainjob(ref)
+            trainjob = cluster.trainjob(ref)
             if trainjob is None or done(trainjob):
                 return
-            self.clock.advance(1)
+            cluster.clock.advance(1)
         raise Rejected(f"TrainJob {ref.id} did not {what} within {SETTLE_BOUND} s")
 
-    def lose_node(self, ref: ObjectRef) -> None:
+    def lose_node(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The node of the object's first rank stops reporting; virtual time then passes until
         the cluster has acted on it (the taint manager deletes the pods when their 300 s
         unreachable toleration runs out, and their Job counts them failed), as a node loss
         ends a Slurm job at once."""
-        trainjob = self._let_run(ref)
-        pods = self.cluster.pods(trainjob)
+        cluster = self.cluster_of(backend)
+        trainjob = self._let_run(cluster, ref)
+        pods = cluster.pods(trainjob)
         node = str(pods[0]["spec"]["nodeName"])
         lost = {str(p["metadata"]["uid"]) for p in pods if p["spec"].get("nodeName") == node}
-        self.sim.faults.lose_node(node)
+        cluster.sim.faults.lose_node(node)
 
         def acted(tj: JSON) -> bool:
-            live = {str(p["metadata"]["uid"]) for p in self.cluster.pods(tj)}
-            return self.cluster.finished(tj) or not lost & live
+            live = {str(p["metadata"]["uid"]) for p in cluster.pods(tj)}
+            return cluster.finished(tj) or not lost & live
 
-        self._until(ref, acted, "notice its lost node")
-        self.clock.advance(1)
+        self._until(cluster, ref, acted, "notice its lost node")
+        cluster.clock.advance(1)
 
-    def oom_kill(self, ref: ObjectRef) -> None:
+    def oom_kill(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The first rank's container is killed for its memory (OOMKilled, exit 137); virtual
         time then passes until the TrainJob has ended or its JobSet restarted."""
-        trainjob = self._let_run(ref)
-        pod = self.cluster.pods(trainjob)[0]["metadata"]
-        restarts = self.cluster.restarts(trainjob)
-        self.sim.faults.oom_kill(str(pod["namespace"]), str(pod["name"]))
+        cluster = self.cluster_of(backend)
+        trainjob = self._let_run(cluster, ref)
+        pod = cluster.pods(trainjob)[0]["metadata"]
+        restarts = cluster.restarts(trainjob)
+        cluster.sim.faults.oom_kill(str(pod["namespace"]), str(pod["name"]))
         self._until(
+            cluster,
             ref,
-            lambda tj: self.cluster.finished(tj) or self.cluster.restarts(tj) > restarts,
+            lambda tj: cluster.finished(tj) or cluster.restarts(tj) > restarts,
             "act on the OOM kill",
         )
 
-    def preempt(self, ref: ObjectRef) -> None:
+    def preempt(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """Kueue preempts the object's Workload (it is requeued, and readmitted through the
         gate); without Kueue the scheduler preempts one of its pods."""
-        trainjob = self._let_run(ref)
-        if self.cluster.kueue:
-            self._evict(ref, trainjob, settle=True)
+        cluster = self.cluster_of(backend)
+        trainjob = self._let_run(cluster, ref)
+        if cluster.kueue:
+            self._evict(cluster, ref, trainjob, settle=True)
             return
-        pod = self.cluster.pods(trainjob)[0]["metadata"]
-        self.sim.faults.preempt_pod(str(pod["namespace"]), str(pod["name"]))
+        pod = cluster.pods(trainjob)[0]["metadata"]
+        cluster.sim.faults.preempt_pod(str(pod["namespace"]), str(pod["name"]))
 
     def requeue_underneath(
-        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+        self,
+        backend: KubeflowBackend,
+        ref: ObjectRef,
+        *,
+        in_flight: bool = False,
+        held: bool = False,
     ) -> None:
-        if not self.cluster.kueue:
-            raise CannotInject(NO_KUEUE_REQUEUE)
+        cluster = self.cluster_of(backend)
+        if not cluster.kueue:
+            raise CannotInject(Fault.REQUEUE_UNDERNEATH, why=NO_KUEUE_REQUEUE)
         if held:
             raise CannotInject("requeue_underneath(held)", why=HELD_REQUEUE)
-        self._evict(ref, self._let_run(ref), settle=not in_flight)
+        self._evict(cluster, ref, self._let_run(cluster, ref), settle=not in_flight)
 
-    def _evict(self, ref: ObjectRef, trainjob: JSON, *, settle: bool) -> None:
+    def _evict(self, cluster: SimCluster, ref: ObjectRef, trainjob: JSON, *, settle: bool) -> None:
         """Kueue evicts the Workload (Preempted): the TrainJob is suspended and requeued, and
         with ``settle`` the harness waits until the evicted execution's pods have gone."""
-        wl = self.cluster.workload(trainjob)
+        wl = cluster.workload(trainjob)
         if wl is None:
             raise Rejected(f"TrainJob {ref.id} has no Workload")
-        before = {str(p["metadata"]["uid"]) for p in self.cluster.pods(trainjob)}
-        self.sim.faults.kueue_preempt(str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"]))
+        before = {str(p["metadata"]["uid"]) for p in cluster.pods(trainjob)}
+        cluster.sim.faults.kueue_preempt(str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"]))
         if not settle:
             return
 
         def gone(tj: JSON) -> bool:
             live = {
                 str(p["metadata"]["uid"])
-                for p in self.sim.store.select(PODS, str(tj["metadata"]["namespace"]))
+                for p in cluster.sim.store.select(PODS, str(tj["metadata"]["namespace"]))
             }
             return not before & live
 
-        self._until(ref, gone, "leave its evicted execution")
+        self._until(cluster, ref, gone, "leave its evicted execution")
 
-    def purge(self, ref: ObjectRef) -> None:
+    def purge(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """An administrator deletes the object (a finished TrainJob stays until someone does)."""
-        trainjob = self.cluster.trainjob(ref)
+        cluster = self.cluster_of(backend)
+        trainjob = cluster.trainjob(ref)
         if trainjob is None:
             return
         metadata = trainjob["metadata"]
-        self.sim.faults.admin_delete(TRAINJOBS, str(metadata["namespace"]), str(metadata["name"]))
-        self._gone(str(metadata["namespace"]), str(metadata["name"]), str(metadata["uid"]))
+        cluster.sim.faults.admin_delete(TRAINJOBS, str(metadata["namespace"]), str(metadata["name"]))
+        self._gone(
+            cluster, str(metadata["namespace"]), str(metadata["name"]), str(metadata["uid"])
+        )
 
-    def reuse_id(self, ref: ObjectRef) -> None:
+    def reuse_id(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The ended TrainJob is deleted, and another user makes one under its name (suspended,
         labelled as nobody's job)."""
-        self.purge(ref)
-        self._take_name(*ref.id.split("/", 1))
+        self.purge(backend, ref)
+        self._take_name(self.cluster_of(backend), *ref.id.split("/", 1))
 
-    def _take_name(self, namespace: str, name: str) -> None:
+    def _take_name(self, cluster: SimCluster, namespace: str, name: str) -> None:
         body = dispatch_trainjob(name, {"app": "someone-elses"}, {}, suspend=True)
-        self.sim.create(TRAINJOBS, body, namespace)
+        cluster.sim.create(TRAINJOBS, body, namespace)
 
-    def recreate(self, ref: ObjectRef) -> None:
+    def recreate(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """``kubectl replace --force``: the TrainJob is deleted (its JobSet and pods with it) and
         created again from its labels, annotations and spec; Kueue makes the copy a Workload of
         its own."""
-        trainjob = self.cluster.require(ref)
+        cluster = self.cluster_of(backend)
+        trainjob = cluster.require(ref)
         metadata = trainjob["metadata"]
         namespace, name = str(metadata["namespace"]), str(metadata["name"])
         manifest = {
@@ -887,87 +901,114 @@ class SimFaults(FaultInjector):
             },
             "spec": copy.deepcopy(trainjob["spec"]),
         }
-        self.sim.faults.admin_delete(TRAINJOBS, namespace, name)
-        self._gone(namespace, name, str(metadata["uid"]))
-        self.sim.create(TRAINJOBS, manifest, namespace)
-        self.cluster.sync()
+        cluster.sim.faults.admin_delete(TRAINJOBS, namespace, name)
+        self._gone(cluster, namespace, name, str(metadata["uid"]))
+        cluster.sim.create(TRAINJOBS, manifest, namespace)
+        cluster.sync()
 
-    def _gone(self, namespace: str, name: str, uid: str) -> None:
+    def _gone(self, cluster: SimCluster, namespace: str, name: str, uid: str) -> None:
         for _ in range(SETTLE_BOUND):
-            found = self.sim.store.peek(TRAINJOBS, namespace, name)
+            found = cluster.sim.store.peek(TRAINJOBS, namespace, name)
             if found is None or found["metadata"].get("uid") != uid:
                 return
-            self.clock.advance(1)
+            cluster.clock.advance(1)
 
-    def stall_teardown(self, ref: ObjectRef) -> None:
+    def stall_teardown(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The TrainJob's JobSet gets a finalizer nobody removes (as a controller that is down
         would leave it): its deletion marks it and it never goes, until ``end_stall``."""
-        jobsets = self.cluster.jobsets(self.cluster.require(ref))
+        cluster = self.cluster_of(backend)
+        jobsets = cluster.jobsets(cluster.require(ref))
         if not jobsets:
             raise CannotInject(f"stall_teardown (TrainJob {ref.id} has no JobSet)")
-        self.cluster.stall(jobsets)
-        self.clock.advance(1)
+        cluster.stall(jobsets)
+        cluster.clock.advance(1)
 
-    def end_stall(self, ref: ObjectRef) -> None:
-        self.cluster.end_stall()
-        self.clock.advance(1)
+    def end_stall(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
+        cluster = self.cluster_of(backend)
+        cluster.end_stall()
+        cluster.clock.advance(1)
 
     # -- the calls -----------------------------------------------------------------------------
 
-    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
+    def lose_next_reply(
+        self, backend: KubeflowBackend, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT
+    ) -> None:
         """The next write of ``operation`` is applied and its answer lost: as a timeout, the
         server closes the connection unanswered; as a failure, the API server's timeout filter
         answers 504 Timeout while the write goes on and lands. A garbled success cannot be had
         (a reply is JSON or nothing)."""
+        cluster = self.cluster_of(backend)
         if form is ReplyLoss.GARBLED:
-            raise CannotInject(
-                f"lose_next_reply({operation}, garbled) (the API server answers a JSON body or "
-                "closes the connection: nothing says success and names nothing)"
-            )
+            raise CannotInject(f"lose_next_reply({operation}, garbled)", why=GARBLED_REPLY)
 
         def lose(request: Route) -> None:
             arm = (
-                self.sim.faults.time_out_after_effect
+                cluster.sim.faults.time_out_after_effect
                 if form is ReplyLoss.FAILURE
-                else self.sim.faults.lose_next_reply
+                else cluster.sim.faults.lose_next_reply
             )
             arm(VERBS[request.method], request.plural, request.name or None)
 
-        self._arm(f"lose_next_reply({operation})", operation, before=lose)
+        self._arm(cluster, f"lose_next_reply({operation})", operation, before=lose)
 
-    def fail_before_effect(self, operation: str) -> None:
+    def fail_before_effect(self, backend: KubeflowBackend, operation: str) -> None:
         """The next write of ``operation`` is refused with 500 before it applies."""
-        self._arm(f"fail_before_effect({operation})", operation, before=self._refuse)
+        cluster = self.cluster_of(backend)
+        self._arm(
+            cluster,
+            f"fail_before_effect({operation})",
+            operation,
+            before=lambda request: self._refuse(cluster, request),
+        )
 
-    def fail_every_try(self, operation: str) -> None:
+    def fail_every_try(self, backend: KubeflowBackend, operation: str) -> None:
         """The next write of ``operation``, and every one the adapter retries within the same
         call, is refused with 500 before it applies."""
-        self._arm(f"fail_every_try({operation})", operation, before=self._refuse, lasting=True)
+        cluster = self.cluster_of(backend)
+        self._arm(
+            cluster,
+            f"fail_every_try({operation})",
+            operation,
+            before=lambda request: self._refuse(cluster, request),
+            lasting=True,
+        )
 
-    def _refuse(self, request: Route) -> None:
-        self.sim.faults.refuse_next(
+    def _refuse(self, cluster: SimCluster, request: Route) -> None:
+        cluster.sim.faults.refuse_next(
             VERBS[request.method], request.plural, request.name or None, code=500
         )
 
-    def fail_between_steps(self, operation: str) -> None:
+    def fail_between_steps(self, backend: KubeflowBackend, operation: str) -> None:
         """The second write of ``operation`` (its first landed) is refused with 500, and so is
         every write the adapter retries within the same call (an API server that stays
         unavailable that long: etcd electing a leader), so that the operation is left cut."""
+        cluster = self.cluster_of(backend)
         if operation != "requeue":
             raise CannotInject(f"fail_between_steps({operation})")
 
         def refuse(request: Route) -> None:
-            self.sim.faults.refuse_next(
+            cluster.sim.faults.refuse_next(
                 VERBS[request.method], request.plural, request.name or None, code=500
             )
 
         self._arm(
-            f"fail_between_steps({operation})", operation, before=refuse, skip=1, lasting=True
+            cluster,
+            f"fail_between_steps({operation})",
+            operation,
+            before=refuse,
+            skip=1,
+            lasting=True,
         )
 
     def vanish_before_read_back(
-        self, operation: str, *, reuse_id: bool = False, early: bool = False
+        self,
+        backend: KubeflowBackend,
+        operation: str,
+        *,
+        reuse_id: bool = False,
+        early: bool = False,
     ) -> None:
+        cluster = self.cluster_of(backend)
         if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
             raise CannotInject(f"vanish_before_read_back({operation})")
 
@@ -975,45 +1016,47 @@ class SimFaults(FaultInjector):
             if request.name:
                 names = [request.name]
             else:  # a create: the TrainJob it made is the newest in the namespace
-                made = self.sim.store.select(TRAINJOBS, request.namespace)
+                made = cluster.sim.store.select(TRAINJOBS, request.namespace)
                 names = [str(made[-1]["metadata"]["name"])] if made else []
             for name in names:
-                found = self.sim.store.peek(TRAINJOBS, request.namespace, name)
+                found = cluster.sim.store.peek(TRAINJOBS, request.namespace, name)
                 if found is None:
                     continue
                 with contextlib.suppress(Exception):
-                    self.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
-                self._gone(request.namespace, name, str(found["metadata"]["uid"]))
+                    cluster.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
+                self._gone(cluster, request.namespace, name, str(found["metadata"]["uid"]))
                 if reuse_id:
-                    self._take_name(request.namespace, name)
+                    self._take_name(cluster, request.namespace, name)
 
         need = f"vanish_before_read_back({operation})"
         if early:
-            self._arm(need, operation, before=vanish)
+            self._arm(cluster, need, operation, before=vanish)
         else:
-            self._arm(need, operation, after=vanish)
+            self._arm(cluster, need, operation, after=vanish)
 
-    def race_next_write(self, operation: str, race: Race) -> None:
+    def race_next_write(self, backend: KubeflowBackend, operation: str, race: Race) -> None:
+        cluster = self.cluster_of(backend)
         if operation not in ("hold", "release", "requeue"):
             raise CannotInject(f"race_next_write({operation}, {race.value})")
         if race is Race.TOUCHED:
             touched: set[tuple[str, str, str]] = set()
             self._arm(
+                cluster,
                 f"race_next_write({operation})",
                 operation,
-                before=lambda request: self._touch(request, touched),
+                before=lambda request: self._touch(cluster, request, touched),
                 lasting=True,
             )
             return
 
         def change(request: Route) -> None:
             name = request.name
-            found = self.sim.store.peek(TRAINJOBS, request.namespace, name)
+            found = cluster.sim.store.peek(TRAINJOBS, request.namespace, name)
             if found is None and request.plural.startswith("workloads"):
-                wl = self.sim.store.peek(WORKLOADS, request.namespace, name)
+                wl = cluster.sim.store.peek(WORKLOADS, request.namespace, name)
                 owner = (wl or {}).get("metadata", {}).get("ownerReferences") or [{}]
                 name = str(owner[0].get("name", ""))
-                found = self.sim.store.peek(TRAINJOBS, request.namespace, name)
+                found = cluster.sim.store.peek(TRAINJOBS, request.namespace, name)
             if found is None:
                 return
             ref = ObjectRef(
@@ -1024,17 +1067,19 @@ class SimFaults(FaultInjector):
             )
             if race is Race.STARTS:
                 with contextlib.suppress(Rejected):
-                    self._starts(ref)
+                    self._starts(cluster, ref)
             elif race is Race.ENDS:  # a queued TrainJob ends only by running: it runs, fails
                 with contextlib.suppress(Rejected):
-                    self.finish(ref, 1)
+                    self.finish(backend, ref, 1)
             else:
-                self.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
-                self._gone(request.namespace, name, ref.uid)
+                cluster.sim.faults.admin_delete(TRAINJOBS, request.namespace, name)
+                self._gone(cluster, request.namespace, name, ref.uid)
 
-        self._arm(f"race_next_write({operation})", operation, before=change)
+        self._arm(cluster, f"race_next_write({operation})", operation, before=change)
 
-    def _touch(self, request: Route, touched: set[tuple[str, str, str]]) -> None:
+    def _touch(
+        self, cluster: SimCluster, request: Route, touched: set[tuple[str, str, str]]
+    ) -> None:
         """Another writer annotates the TrainJob or Workload the request writes, the first time
         a request of the armed operation writes it: its resourceVersion moves past the one the
         adapter read."""
@@ -1047,19 +1092,20 @@ class SimFaults(FaultInjector):
         def annotate(obj: JSON) -> None:
             obj["metadata"].setdefault("annotations", {})[TOUCHED_BY] = str(len(touched))
 
-        with self.sim.lock, contextlib.suppress(ApiError):  # gone: the write finds that out
-            self.sim.store.mutate(
+        with cluster.sim.lock, contextlib.suppress(ApiError):  # gone: the write finds that out
+            cluster.sim.store.mutate(
                 resource, request.namespace, request.name, annotate, internal=False, copy=False
             )
-            self.sim.runner.settle()
+            cluster.sim.runner.settle()
 
-    def _starts(self, ref: ObjectRef) -> None:
+    def _starts(self, cluster: SimCluster, ref: ObjectRef) -> None:
         """The queued object starts: as the scheduler would once it is eligible (a hold by
         suspend is lifted by nobody here, so only an unsuspended object can start)."""
-        self._let_run(ref)
+        self._let_run(cluster, ref)
 
     def _arm(
         self,
+        cluster: SimCluster,
         need: str,
         operation: str,
         *,
@@ -1070,32 +1116,34 @@ class SimFaults(FaultInjector):
     ) -> None:
         if operation not in WRITE_VERBS:
             raise CannotInject(need)
-        self.cluster.armed.append(Armed(need, operation, before, after, skip, lasting))
+        cluster.armed.append(Armed(need, operation, before, after, skip, lasting))
 
-    def unfired(self) -> list[str]:
-        return self.cluster.unfired()
+    def unfired(self, backend: KubeflowBackend) -> list[str]:
+        return self.cluster_of(backend).unfired()
 
     # -- a hold's field ------------------------------------------------------------------------
 
     def hold_edges(self) -> int:
         return len(CLOCK_HOLD_EDGES)
 
-    def hold_edge(self, variant: int = 0) -> str:
+    def hold_edge(self, backend: KubeflowBackend, variant: int = 0) -> str:
         """The clock moved to the millisecond where the adapter's numbering
         (:class:`~adapters.kubeflow.holds.HoldNumbers`) reaches the edge."""
+        cluster = self.cluster_of(backend)
         residue, form = CLOCK_HOLD_EDGES[variant % len(CLOCK_HOLD_EDGES)]
-        if not advance_to_residue(self.clock.now, self.clock.advance, residue, HoldBound - 1):
+        if not advance_to_residue(cluster.clock.now, cluster.clock.advance, residue, HoldBound - 1):
             raise CannotInject(f"hold_edge (the clock did not stop at {form})")
         return form
 
     def near_hold_forms(self) -> int:
         return len(NEAR_HOLDS)
 
-    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
+    def near_hold(self, backend: KubeflowBackend, ref: ObjectRef, variant: int = 0) -> str:
         """The user writes ``dispatch/hold`` with a value just outside the encoding and defers
         the queued object (suspend; with Kueue, the Workload's ``spec.active=false``)."""
-        trainjob = self.cluster.require(ref)
-        if self.cluster.running(trainjob) or self.cluster.finished(trainjob):
+        cluster = self.cluster_of(backend)
+        trainjob = cluster.require(ref)
+        if cluster.running(trainjob) or cluster.finished(trainjob):
             raise CannotInject(f"near_hold (TrainJob {ref.id} is not queued)")
         text, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
         metadata = trainjob["metadata"]
@@ -1103,19 +1151,19 @@ class SimFaults(FaultInjector):
 
         def change(obj: JSON) -> None:
             obj["metadata"].setdefault("annotations", {})[HOLD] = text
-            if not self.cluster.kueue:
+            if not cluster.kueue:
                 obj["spec"]["suspend"] = True
 
-        with self.sim.lock:
-            self.sim.store.mutate(TRAINJOBS, namespace, name, change, internal=False, copy=False)
-            if self.cluster.kueue:
-                wl = self.cluster.workload(trainjob)
+        with cluster.sim.lock:
+            cluster.sim.store.mutate(TRAINJOBS, namespace, name, change, internal=False, copy=False)
+            if cluster.kueue:
+                wl = cluster.workload(trainjob)
                 if wl is not None:
 
                     def deactivate(obj: JSON) -> None:
                         obj["spec"]["active"] = False
 
-                    self.sim.store.mutate(
+                    cluster.sim.store.mutate(
                         WORKLOADS,
                         namespace,
                         str(wl["metadata"]["name"]),
@@ -1123,7 +1171,7 @@ class SimFaults(FaultInjector):
                         internal=False,
                         copy=False,
                     )
-            self.sim.runner.settle()
+            cluster.sim.runner.settle()
         return form
 
     # -- look-alikes ---------------------------------------------------------------------------
@@ -1136,6 +1184,7 @@ class SimFaults(FaultInjector):
 
     def inject_look_alike(
         self,
+        backend: KubeflowBackend,
         job_id: JobID,
         kind: LookAlike,
         variant: int = 0,
@@ -1146,11 +1195,12 @@ class SimFaults(FaultInjector):
         """A TrainJob of the look-alike's labels, made by another user (suspended, so it stays
         queued; another namespace for :attr:`LookAlike.OTHER_USER`), named after the job's
         TrainJobs so that only the labels tell it apart."""
+        cluster = self.cluster_of(backend)
         if kind is LookAlike.COMMA_LIST:
-            raise CannotInject(COMMA_LIST_REASON)
+            raise CannotInject(look_alike_need(LookAlike.COMMA_LIST), why=COMMA_LIST_WHY)
         form = look_alike(job_id, kind, variant)
         labels = {JOB_LABEL: form.job, **dict(form.extra_labels)}
-        serial = next(self.cluster.serial)
+        serial = next(cluster.serial)
         submission = form.submission
         name = f"dj-{str(job_id).lower()}-la{serial}"
         if kind in NAMED_AS_IMPLIED and submission == "1":
@@ -1164,13 +1214,13 @@ class SimFaults(FaultInjector):
         annotations = {} if form.attempt is None else {ATTEMPT_ANNOTATION: form.attempt}
         namespace = OTHER_NAMESPACE if form.other_namespace else NAMESPACE
         body = dispatch_trainjob(name, labels, annotations, suspend=True, execution=form.execution)
-        with self.sim.lock:
-            self.sim.create(TRAINJOBS, body, namespace)
+        with cluster.sim.lock:
+            cluster.sim.create(TRAINJOBS, body, namespace)
         if requeued:
-            self._requeue_look_alike(namespace, name)
+            self._requeue_look_alike(cluster, namespace, name)
         return f"{namespace}/{name}"
 
-    def _requeue_look_alike(self, namespace: str, name: str) -> None:
+    def _requeue_look_alike(self, cluster: SimCluster, namespace: str, name: str) -> None:
         """The look-alike runs, then is suspended again by its owner (back in the queue)."""
 
         def suspend(value: bool) -> Callable[[JSON], None]:
@@ -1179,17 +1229,17 @@ class SimFaults(FaultInjector):
 
             return change
 
-        with self.sim.lock:
-            self.sim.store.mutate(
+        with cluster.sim.lock:
+            cluster.sim.store.mutate(
                 TRAINJOBS, namespace, name, suspend(False), internal=False, copy=False
             )
-            self.sim.runner.settle()
-        self.clock.advance(10)
-        with self.sim.lock:
-            self.sim.store.mutate(
+            cluster.sim.runner.settle()
+        cluster.clock.advance(10)
+        with cluster.sim.lock:
+            cluster.sim.store.mutate(
                 TRAINJOBS, namespace, name, suspend(True), internal=False, copy=False
             )
-            self.sim.runner.settle()
+            cluster.sim.runner.settle()
 
 
 @dataclass
@@ -1198,9 +1248,20 @@ class _Made:
     backends: list[KubeflowBackend] = field(default_factory=list)
 
 
-class KubeflowSimHarness(Harness[KubeflowBackend]):
+class KubeflowSimHarness(
+    Harness[KubeflowBackend],
+    SimPowers,
+    ObservesExecutions[KubeflowBackend],
+    ObservesImages[KubeflowBackend],
+    ShowsInventory[KubeflowBackend],
+    RerunsFailures,
+    PreflightsFree,
+):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
     (and then the gate); ``backend_type`` and ``gate_type`` let a broken variant stand in.
+    Both configurations implement the same powers: without Kueue it declines
+    ``requeue_underneath`` (:data:`NO_KUEUE_REQUEUE`), with Kueue ``stall_teardown``
+    (:data:`KUEUE_NO_STALL`).
     ``stateful_examples`` lowers the stateful checks' programs (None: the suite's own number;
     each program costs a few hundred requests of about 1 ms in process, 2.5 ms over HTTP);
     ``over_http``: the adapter's requests go over loopback HTTP, not in process."""
@@ -1223,11 +1284,6 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self.kueue = kueue
         self.over_http = over_http
         self.name = name or ("kubeflow-sim-kueue" if kueue else "kubeflow-sim")
-        offers = SIM_OFFERS | {Probe.SELF_RESTARTS}
-        # With Kueue only a running object is requeued: no requeue tears a finished run down.
-        self.offers = (
-            offers | {Fault.REQUEUE_UNDERNEATH} if kueue else offers | {Fault.STALL_TEARDOWN}
-        )
         # With Kueue, Kueue readmits an evicted Workload by itself: nothing keeps a requeued
         # TrainJob held; without it, nothing requeues a TrainJob underneath at all.
         self.impossible = (
@@ -1244,14 +1300,15 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
         self.made: list[SimCluster] = []
         self.by_backend: dict[int, tuple[KubeflowBackend, SimCluster]] = {}
 
-    def lacks(self, need: str) -> str | None:
+    def declines(self, need: str) -> str | None:
         if need in REFUSED:
-            return f"harness cannot inject {REFUSED[need]}"
+            return REFUSED[need]
         if need == Fault.REQUEUE_UNDERNEATH and not self.kueue:
-            return f"harness cannot inject {NO_KUEUE_REQUEUE}"
+            return NO_KUEUE_REQUEUE
+        # With Kueue only a running object is requeued: no requeue tears a finished run down.
         if need == Fault.STALL_TEARDOWN and self.kueue:
-            return f"harness cannot inject {KUEUE_NO_STALL}"
-        return super().lacks(need)
+            return KUEUE_NO_STALL
+        return None
 
     def begin(self, check_id: str) -> None:
         """Each check's clusters are seeded from the harness's seed and the check's id."""
@@ -1304,9 +1361,6 @@ class KubeflowSimHarness(Harness[KubeflowBackend]):
     def clock(self, backend: KubeflowBackend) -> Clock:
         return self.cluster_of(backend).clock
 
-    def faults(self, backend: KubeflowBackend) -> SimFaults:
-        return SimFaults(self.cluster_of(backend))
-
     def executions(
         self, backend: KubeflowBackend, ref: ObjectRef
     ) -> Sequence[Sequence[Mapping[str, str]]]:
@@ -1333,12 +1387,12 @@ def kubeflow_sim_kueue() -> KubeflowSimHarness:
 __all__ = [
     "KUBE_IDENTITY",
     "REFUSED",
-    "SIM_OFFERS",
     "HookedApiClient",
     "KubeflowSimHarness",
     "SimClock",
     "SimCluster",
-    "SimFaults",
+    "SimPowers",
     "kubeflow_sim",
     "kubeflow_sim_kueue",
+    "trainjob_listing",
 ]

@@ -6,6 +6,10 @@ scheduler's encoding: the Slurm shape into names and comments (the same forms as
 harnesses, :mod:`adapters.slurm.testing.lookalikes`), the kubeflow shape into labels,
 annotations and namespaces (:mod:`adapters.memory.kube`) — it has no comment, no name lookup
 and no accounting history, so it lacks the faults Kubernetes cannot have.
+
+One class serves both shapes: :class:`MemoryHarness` implements the union of the powers of
+:mod:`conformance.powers` the two shapes offer (the faults on its :class:`MemoryFaults` mixin),
+and :meth:`MemoryHarness.declines` names, per shape, those its shape cannot give.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from conformance.harness import (
     OPERATIONS,
     CannotInject,
     Fault,
-    FaultInjector,
     Harness,
     Host,
     IdentityModel,
@@ -50,6 +53,34 @@ from conformance.harness import (
     race_need,
     reply_loss_need,
 )
+from conformance.powers import (
+    DisablesHistory,
+    FailsBeforeEffect,
+    FailsBetweenSteps,
+    IgnoresStops,
+    IgnoresWrites,
+    KillsForMemory,
+    LagsHistory,
+    LosesIdentityHistory,
+    LosesNodes,
+    LosesReplies,
+    MakesLookAlikes,
+    ObservesExecutions,
+    Preempts,
+    PreflightsFree,
+    Purges,
+    RacesWrites,
+    Recreates,
+    RequeuesUnderneath,
+    ReusesIds,
+    ReusesIdsNext,
+    RunsJobs,
+    ShowsInventory,
+    ShowsPaths,
+    TellsUnfired,
+    VanishesBeforeReadBack,
+    WritesNearHolds,
+)
 from dispatch_core import Cause, Clock, JobID, NotFound, ObjectRef, Rejected, State, VirtualClock
 
 SLURM_SHAPE: Final = IdentityModel(
@@ -64,48 +95,6 @@ KUBEFLOW_SHAPE: Final = IdentityModel(
 anyone's new object, though a uid is never reused; a requeue keeps the creation time, and a
 deleted object leaves no history."""
 
-_EVERY_SHAPE: Final = frozenset(
-    [
-        Fault.LET_RUN,
-        Fault.FINISH,
-        Fault.REQUEUE_UNDERNEATH,
-        Fault.PURGE,
-        Fault.LOSE_NODE,
-        Fault.OOM_KILL,
-        Fault.PREEMPT,
-        Fault.LOSE_NEXT_REPLY,
-        Fault.FAIL_BEFORE_EFFECT,
-        Fault.VANISH_BEFORE_READ_BACK,
-        Fault.IGNORE_NEXT_STOP,
-        Fault.IGNORE_NEXT_WRITE,
-        Fault.RACE_NEXT_WRITE,
-        Fault.FAIL_BETWEEN_STEPS,
-        look_alike_need(LookAlike.CASE_VARIANT),
-        look_alike_need(LookAlike.UNPARSABLE_IDENTITY),
-        look_alike_need(LookAlike.NO_IDENTITY),
-        look_alike_need(LookAlike.NEAR_IDENTITY),
-        look_alike_need(LookAlike.OTHER_USER),
-        Probe.EXECUTIONS,
-        Probe.HOST_PATHS,
-        Probe.INVENTORY,
-        Probe.PREFLIGHT,
-        Probe.LISTING,
-    ]
-)
-OFFERS: Final[Mapping[Shape, frozenset[str]]] = {
-    "slurm": _EVERY_SHAPE
-    | {
-        Fault.REUSE_ID,
-        Fault.REUSE_ID_NEXT,
-        Fault.LOSE_IDENTITY_HISTORY,
-        Fault.LAG_HISTORY,
-        Fault.DISABLE_HISTORY,
-        Fault.NEAR_HOLD,
-        look_alike_need(LookAlike.COMMA_LIST),
-    },
-    "kubeflow": _EVERY_SHAPE | {Fault.REUSE_ID, Fault.RECREATE},
-}
-"""The faults and probes each shape provides."""
 NO_REPLY_TEXT: Final = (
     reply_loss_need(ReplyLoss.FAILURE),
     reply_loss_need(ReplyLoss.GARBLED),
@@ -137,68 +126,64 @@ IMPOSSIBLE: Final[Mapping[Shape, frozenset[str]]] = {
 """What each shape's target cannot have by its nature (``Harness.impossible``)."""
 REFUSED: Final[Mapping[str, str]] = {
     Probe.COMMANDS: (
-        "commands (the memory scheduler runs no command: it records each execution's ranks "
-        "and their environment)"
+        "the memory scheduler runs no command: it records each execution's ranks and their "
+        "environment"
     ),
     Probe.SIGNALS: (
-        "signals (the memory scheduler models no time limit and no signal: its adapter "
-        "declares PreTerminationSignal no)"
+        "the memory scheduler models no time limit and no signal: its adapter declares "
+        "PreTerminationSignal no"
     ),
-    Probe.IMAGES: (
-        "images (the memory scheduler runs no container: its adapter declares ContainerImage no)"
-    ),
+    Probe.IMAGES: "the memory scheduler runs no container: its adapter declares ContainerImage no",
     Probe.SELF_RESTARTS: (
-        "self_restarts (the memory scheduler never reruns a failed object by itself: its "
-        "adapter declares the restart rule no)"
+        "the memory scheduler never reruns a failed object by itself: its adapter declares the "
+        "restart rule no"
     ),
     Fault.STALL_TEARDOWN: (
-        "stall_teardown (the memory scheduler takes an ended object's run down at once: no "
-        "requeue waits for it)"
+        "the memory scheduler takes an ended object's run down at once: no requeue waits for it"
     ),
     Fault.HOLD_EDGE: (
-        "hold_edge (the memory adapter numbers an object's holds by their count, not from a "
-        "clock: no clock reaches an edge of its numbering)"
+        "the memory adapter numbers an object's holds by their count, not from a clock: no "
+        "clock reaches an edge of its numbering"
     ),
     race_need(Race.TOUCHED): (
-        "race_next_write:touched (the memory cluster's writes carry no version another writer "
-        "could move)"
+        "the memory cluster's writes carry no version another writer could move"
     ),
     Fault.FAIL_EVERY_TRY: (
-        "fail_every_try (the memory adapter retries no write within a call: fail_before_effect "
-        "is its every try)"
+        "the memory adapter retries no write within a call: fail_before_effect is its every try"
     ),
     reply_loss_need(ReplyLoss.FAILURE): (
-        "lose_next_reply:failure (the memory adapter runs no command and reads no reply: a lost "
-        "reply is a timeout)"
+        "the memory adapter runs no command and reads no reply: a lost reply is a timeout"
     ),
     reply_loss_need(ReplyLoss.GARBLED): (
-        "lose_next_reply:garbled (the memory adapter runs no command and reads no reply: a lost "
-        "reply is a timeout)"
+        "the memory adapter runs no command and reads no reply: a lost reply is a timeout"
     ),
 }
-"""What neither shape provides, and why (the text after ``harness cannot inject``)."""
+"""What neither shape provides, and why (:meth:`MemoryHarness.declines`): a form of a power it
+implements (``race_next_write:touched``, ``lose_next_reply:failure|garbled``), or a power it
+does not implement at all."""
 KUBE_REFUSED: Final[Mapping[str, str]] = {
     Fault.REUSE_ID_NEXT: (
-        "reuse_id_next (the client names each object: the API server hands out no names, so "
-        "it gives no later object a name that was another's)"
+        "the client names each object: the API server hands out no names, so it gives no later "
+        "object a name that was another's"
     ),
-    Fault.LOSE_IDENTITY_HISTORY: "lose_identity_history (no accounting history on Kubernetes)",
+    Fault.LOSE_IDENTITY_HISTORY: "no accounting history on Kubernetes",
     Fault.NEAR_HOLD: (
-        "near_hold (the kubeflow shape keeps a hold as its number, no start time to be one "
-        "step off the encoding)"
+        "the kubeflow shape keeps a hold as its number, no start time to be one step off the "
+        "encoding"
     ),
-    Fault.LAG_HISTORY: "lag_history (no accounting history on Kubernetes)",
-    Fault.DISABLE_HISTORY: "disable_history (no accounting history on Kubernetes to switch off)",
+    Fault.LAG_HISTORY: "no accounting history on Kubernetes",
+    Fault.DISABLE_HISTORY: "no accounting history on Kubernetes to switch off",
     look_alike_need(LookAlike.COMMA_LIST): (
-        "look_alike:comma_list (a Kubernetes label value cannot hold a comma, and a label "
-        "selector never splits one)"
+        "a Kubernetes label value cannot hold a comma, and a label selector never splits one"
     ),
 }
-"""What the kubeflow shape lacks, and why (the text after ``harness cannot inject``)."""
+"""What the kubeflow shape declines of the powers the harness implements for the Slurm shape,
+and why (:meth:`MemoryHarness.declines`)."""
 SLURM_NO_RECREATE: Final = (
-    "recreate (the Slurm shape hands out every id itself: nobody makes a job under the id of "
-    "one that is gone)"
+    "the Slurm shape hands out every id itself: nobody makes a job under the id of one that is gone"
 )
+"""Why the Slurm shape declines ``recreate``, which the harness implements for the kubeflow
+shape."""
 
 CASE_FORMS: Final = ("the ULID in upper case", "odd letters upper", "even letters upper")
 UNPARSABLE_ANNOTATIONS: Final[tuple[tuple[str | None, str | None], ...]] = (
@@ -320,153 +305,194 @@ class _Ignored:
         delattr(self.cluster, self.hook)  # one shot: the cluster's own method again
 
 
-class MemoryFaults(FaultInjector):
-    """Every fault the memory scheduler models, on one backend's cluster, in its shape's
-    encoding."""
+class MemoryFaults(
+    RunsJobs[MemoryBackend],
+    RequeuesUnderneath[MemoryBackend],
+    Purges[MemoryBackend],
+    ReusesIds[MemoryBackend],
+    ReusesIdsNext[MemoryBackend],
+    Recreates[MemoryBackend],
+    LosesNodes[MemoryBackend],
+    KillsForMemory[MemoryBackend],
+    Preempts[MemoryBackend],
+    LagsHistory[MemoryBackend],
+    DisablesHistory[MemoryBackend],
+    LosesIdentityHistory[MemoryBackend],
+    LosesReplies[MemoryBackend],
+    FailsBeforeEffect[MemoryBackend],
+    VanishesBeforeReadBack[MemoryBackend],
+    IgnoresStops[MemoryBackend],
+    IgnoresWrites[MemoryBackend],
+    RacesWrites[MemoryBackend],
+    FailsBetweenSteps[MemoryBackend],
+    TellsUnfired[MemoryBackend],
+    WritesNearHolds[MemoryBackend],
+    MakesLookAlikes[MemoryBackend],
+):
+    """Every fault the memory scheduler models, on a backend's cluster, in its shape's
+    encoding: the union of both shapes' (:class:`MemoryHarness` inherits it and declines, per
+    shape, what its shape cannot give)."""
 
-    def __init__(self, backend: MemoryBackend) -> None:
-        self.backend = backend
-        self.cluster = backend.cluster
+    shape: Shape
+    """The shape whose encoding the look-alikes take (the harness's)."""
 
-    @property
-    def kube(self) -> bool:
-        return self.cluster.shape == "kubeflow"
+    @staticmethod
+    def _kube(backend: MemoryBackend) -> bool:
+        return backend.cluster.shape == "kubeflow"
 
-    def _refuse(self, need: str) -> None:
-        if self.kube and need in KUBE_REFUSED:
-            raise CannotInject(KUBE_REFUSED[need])
+    def _refuse(self, backend: MemoryBackend, need: str) -> None:
+        if self._kube(backend) and need in KUBE_REFUSED:
+            raise CannotInject(need, why=KUBE_REFUSED[need])
 
     # -- the scheduler --------------------------------------------------------------------------
 
-    def let_run(self, ref: ObjectRef) -> None:
-        job = self.cluster.require(ref.id)
-        wait = job.eligible - self.cluster.now()
-        clock = self.cluster.clock
+    def let_run(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        cluster = backend.cluster
+        job = cluster.require(ref.id)
+        wait = job.eligible - cluster.now()
+        clock = cluster.clock
         if wait > 0 and isinstance(clock, VirtualClock):
             clock.advance(wait)
-        self.cluster.tick()
-        self.cluster.let_run(ref.id)
+        cluster.tick()
+        cluster.let_run(ref.id)
 
-    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
-        self.cluster.finish(ref.id, exit_code)
+    def finish(self, backend: MemoryBackend, ref: ObjectRef, exit_code: int = 0) -> None:
+        backend.cluster.finish(ref.id, exit_code)
 
-    def lose_node(self, ref: ObjectRef) -> None:
-        self.cluster.lose_node(ref.id)
+    def lose_node(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        backend.cluster.lose_node(ref.id)
 
-    def oom_kill(self, ref: ObjectRef) -> None:
-        self.cluster.fail(ref.id, Cause.OUT_OF_MEMORY)
+    def oom_kill(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        backend.cluster.fail(ref.id, Cause.OUT_OF_MEMORY)
 
-    def preempt(self, ref: ObjectRef) -> None:
+    def preempt(self, backend: MemoryBackend, ref: ObjectRef) -> None:
         """Requeued when requeueable (as a lost node requeues it), else failed, preempted."""
-        job = self.cluster.require(ref.id)
+        cluster = backend.cluster
+        job = cluster.require(ref.id)
         if job.state is not State.RUNNING:
             raise Rejected(f"{ref.id} is {job.state.value}, not running: nothing to preempt")
-        self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} preempt {ref.id}")
+        cluster.trace.append(f"t={cluster.clock.now():.0f} preempt {ref.id}")
         if job.requeue_flag:
-            self.cluster.requeue(job)
+            cluster.requeue(job)
         else:
-            self.cluster.fail(ref.id, Cause.PREEMPTED)
+            cluster.fail(ref.id, Cause.PREEMPTED)
 
-    def lag_history(self, ref: ObjectRef) -> None:
+    def lag_history(self, backend: MemoryBackend, ref: ObjectRef) -> None:
         """Accounting takes no new record of the object from now on (its requeues' and its
         purge's): find and open see what history had of it before."""
-        self._refuse(Fault.LAG_HISTORY)
-        job = self.cluster.require(ref.id)
-        history = self.cluster.history
+        self._refuse(backend, Fault.LAG_HISTORY)
+        cluster = backend.cluster
+        job = cluster.require(ref.id)
+        history = cluster.history
         if not isinstance(history, LaggingHistory):
-            history = self.cluster.history = LaggingHistory(history)
+            history = cluster.history = LaggingHistory(history)
         history.lagging.add(job.serial)
-        self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} lag history {ref.id}")
+        cluster.trace.append(f"t={cluster.clock.now():.0f} lag history {ref.id}")
 
-    def disable_history(self) -> None:
+    def disable_history(self, backend: MemoryBackend) -> None:
         """Accounting off: no new record, and none of the old ones shows."""
-        self._refuse(Fault.DISABLE_HISTORY)
-        self.cluster.accounting = False
-        self.cluster.history = []
-        self.cluster.trace.append(f"t={self.cluster.clock.now():.0f} accounting disabled")
+        self._refuse(backend, Fault.DISABLE_HISTORY)
+        cluster = backend.cluster
+        cluster.accounting = False
+        cluster.history = []
+        cluster.trace.append(f"t={cluster.clock.now():.0f} accounting disabled")
 
     # -- an administrator -------------------------------------------------------------------------
 
     def requeue_underneath(
-        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+        self,
+        backend: MemoryBackend,
+        ref: ObjectRef,
+        *,
+        in_flight: bool = False,
+        held: bool = False,
     ) -> None:
         # The memory scheduler requeues at once: no requeue is ever in flight.
-        self.cluster.requeue_underneath(ref.id)
+        backend.cluster.requeue_underneath(ref.id)
         if held:  # held by the scheduler: pending, never started until released
-            self.cluster.require(ref.id).state = State.HELD
+            backend.cluster.require(ref.id).state = State.HELD
 
-    def purge(self, ref: ObjectRef) -> None:
-        self.cluster.purge(ref.id)
+    def purge(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        backend.cluster.purge(ref.id)
 
-    def reuse_id(self, ref: ObjectRef) -> None:
-        self._refuse(Fault.REUSE_ID)
-        self.cluster.reuse_id(ref.id)
+    def reuse_id(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        self._refuse(backend, Fault.REUSE_ID)
+        backend.cluster.reuse_id(ref.id)
 
-    def recreate(self, ref: ObjectRef) -> None:
-        if not self.kube:
-            raise CannotInject(SLURM_NO_RECREATE)
-        self.cluster.recreate(ref.id)
+    def recreate(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        if not self._kube(backend):
+            raise CannotInject(Fault.RECREATE, why=SLURM_NO_RECREATE)
+        backend.cluster.recreate(ref.id)
 
-    def reuse_id_next(self, ref: ObjectRef) -> None:
-        self._refuse(Fault.REUSE_ID_NEXT)
-        if self.cluster.live(ref.id) is not None:
-            self.cluster.purge(ref.id)
-        self.cluster.set_next_id(int(ref.id))
+    def reuse_id_next(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        self._refuse(backend, Fault.REUSE_ID_NEXT)
+        cluster = backend.cluster
+        if cluster.live(ref.id) is not None:
+            cluster.purge(ref.id)
+        cluster.set_next_id(int(ref.id))
 
-    def lose_identity_history(self) -> None:
-        self._refuse(Fault.LOSE_IDENTITY_HISTORY)
-        self.cluster.job_comment = False
+    def lose_identity_history(self, backend: MemoryBackend) -> None:
+        self._refuse(backend, Fault.LOSE_IDENTITY_HISTORY)
+        backend.cluster.job_comment = False
 
     # -- the calls --------------------------------------------------------------------------------
 
-    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
+    def lose_next_reply(
+        self, backend: MemoryBackend, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT
+    ) -> None:
         # The memory adapter runs no command: a reply lost is a timeout, nothing else.
         if operation not in OPERATIONS or form is not ReplyLoss.TIMEOUT:
             raise CannotInject(f"lose_next_reply({operation})")
-        self.cluster.fault("*", f"lose-reply-{operation}")
+        backend.cluster.fault("*", f"lose-reply-{operation}")
 
-    def fail_before_effect(self, operation: str) -> None:
+    def fail_before_effect(self, backend: MemoryBackend, operation: str) -> None:
         if operation not in OPERATIONS:
             raise CannotInject(f"fail_before_effect({operation})")
-        self.cluster.fault("*", f"timeout-{operation}")
+        backend.cluster.fault("*", f"timeout-{operation}")
 
     def vanish_before_read_back(
-        self, operation: str, *, reuse_id: bool = False, early: bool = False
+        self,
+        backend: MemoryBackend,
+        operation: str,
+        *,
+        reuse_id: bool = False,
+        early: bool = False,
     ) -> None:
         if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
             raise CannotInject(f"vanish_before_read_back({operation})")
         if reuse_id:
-            self._refuse(Fault.REUSE_ID)
+            self._refuse(backend, Fault.REUSE_ID)
         # The adapter's write asks the cluster whether it timed out before its effect, and
         # whether its reply is lost once it took effect: the object vanishes at one of those.
-        vanish = _Vanish(self.cluster, operation, reuse_id, early)
-        setattr(self.cluster, vanish.hook, vanish)
+        vanish = _Vanish(backend.cluster, operation, reuse_id, early)
+        setattr(backend.cluster, vanish.hook, vanish)
 
-    def ignore_next_stop(self, ref: ObjectRef) -> None:
-        self.cluster.ignore_next_cancel(ref.id)
+    def ignore_next_stop(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        backend.cluster.ignore_next_cancel(ref.id)
 
-    def ignore_next_write(self, operation: str) -> None:
+    def ignore_next_write(self, backend: MemoryBackend, operation: str) -> None:
         if operation not in _WRITES:
             raise CannotInject(f"ignore_next_write({operation})")
-        ignored = _Ignored(self.cluster, operation)
-        setattr(self.cluster, ignored.hook, ignored)
+        ignored = _Ignored(backend.cluster, operation)
+        setattr(backend.cluster, ignored.hook, ignored)
 
-    def fail_between_steps(self, operation: str) -> None:
+    def fail_between_steps(self, backend: MemoryBackend, operation: str) -> None:
         if operation != "requeue":
             raise CannotInject(f"fail_between_steps({operation})")
-        self.cluster.fault("*", "crash-requeue")
+        backend.cluster.fault("*", "crash-requeue")
 
-    def race_next_write(self, operation: str, race: Race) -> None:
+    def race_next_write(self, backend: MemoryBackend, operation: str, race: Race) -> None:
         if operation not in _WRITES or race is Race.TOUCHED:
             # TOUCHED: the memory cluster's writes carry no precondition (no versions)
             raise CannotInject(f"race_next_write({operation}, {race.value})")
         hook = "timed_out"  # asked by each write before it takes effect
-        setattr(self.cluster, hook, _Race(self.cluster, operation, race))
+        setattr(backend.cluster, hook, _Race(backend.cluster, operation, race))
 
-    def unfired(self) -> list[str]:
+    def unfired(self, backend: MemoryBackend) -> list[str]:
         # The cluster's armed one-shot faults, as "<kind>:<native id>" (the memory cluster's
         # own bookkeeping: armed here, consumed by the adapter's calls into the cluster).
-        armed = self.cluster.armed_faults()
+        cluster = backend.cluster
+        armed = cluster.armed_faults()
         named = []
         for kind in armed:
             for prefix, need in (
@@ -475,17 +501,17 @@ class MemoryFaults(FaultInjector):
             ):
                 if kind.startswith(prefix):
                     named.append(f"{need}({kind.removeprefix(prefix)})")
-        named += ["ignore_next_stop" for _ in self.cluster.ignored_cancels()]
+        named += ["ignore_next_stop" for _ in cluster.ignored_cancels()]
         named += ["fail_between_steps(requeue)" for kind in armed if kind == "crash-requeue"]
         for hook in ("timed_out", "lost_reply"):
-            vanish = vars(self.cluster).get(hook)
+            vanish = vars(cluster).get(hook)
             if isinstance(vanish, _Vanish):
                 named.append(f"vanish_before_read_back({vanish.operation})")
         for hook in _WRITES.values():
-            ignored = vars(self.cluster).get(hook)
+            ignored = vars(cluster).get(hook)
             if isinstance(ignored, _Ignored):
                 named.append(f"ignore_next_write({ignored.operation})")
-        race = vars(self.cluster).get("timed_out")
+        race = vars(cluster).get("timed_out")
         if isinstance(race, _Race):
             named.append(f"race_next_write({race.operation})")
         return named
@@ -493,9 +519,9 @@ class MemoryFaults(FaultInjector):
     def near_hold_forms(self) -> int:
         return len(NEAR_HOLDS)
 
-    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
-        self._refuse(Fault.NEAR_HOLD)
-        job = self.cluster.require(ref.id)
+    def near_hold(self, backend: MemoryBackend, ref: ObjectRef, variant: int = 0) -> str:
+        self._refuse(backend, Fault.NEAR_HOLD)
+        job = backend.cluster.require(ref.id)
         if job.state is not State.QUEUED:
             raise CannotInject(f"near_hold ({ref.id} is {job.state.value}, not queued)")
         offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
@@ -505,7 +531,7 @@ class MemoryFaults(FaultInjector):
     # -- look-alikes ------------------------------------------------------------------------------
 
     def look_alike_forms(self, kind: LookAlike) -> int:
-        if not self.kube:
+        if self.shape != "kubeflow":
             return slurm_look_alike_forms(kind)
         if kind is LookAlike.CASE_VARIANT:
             return len(CASE_FORMS)
@@ -516,7 +542,7 @@ class MemoryFaults(FaultInjector):
         return 1
 
     def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
-        if not self.kube:
+        if self.shape != "kubeflow":
             return describe_slurm_look_alike(kind, variant)
         index = variant % self.look_alike_forms(kind)
         if kind is LookAlike.CASE_VARIANT:
@@ -541,6 +567,7 @@ class MemoryFaults(FaultInjector):
 
     def inject_look_alike(
         self,
+        backend: MemoryBackend,
         job_id: JobID,
         kind: LookAlike,
         variant: int = 0,
@@ -548,23 +575,27 @@ class MemoryFaults(FaultInjector):
         other: JobID | None = None,
         requeued: bool = False,
     ) -> str:
-        if self.kube:
-            native = self._kube_look_alike(job_id, kind, variant).native_id
+        cluster = backend.cluster
+        if self._kube(backend):
+            native = self._kube_look_alike(backend, job_id, kind, variant).native_id
         else:
             form = slurm_look_alike(job_id, kind, variant, other)
             owner = OTHER_USER if form.other_user else "me"
-            native = self.cluster.submit(form.name, form.comment, None, None, owner=owner).native_id
+            native = cluster.submit(form.name, form.comment, None, None, owner=owner).native_id
         if requeued:
-            self.cluster.let_run(native)
-            self.cluster.requeue_underneath(native)
+            cluster.let_run(native)
+            cluster.requeue_underneath(native)
         return native
 
-    def _kube_look_alike(self, job_id: JobID, kind: LookAlike, variant: int) -> Job:
-        self._refuse(look_alike_need(kind))
+    def _kube_look_alike(
+        self, backend: MemoryBackend, job_id: JobID, kind: LookAlike, variant: int
+    ) -> Job:
+        self._refuse(backend, look_alike_need(kind))
+        cluster = backend.cluster
         label = job_label(job_id)
         index = variant % self.look_alike_forms(kind)
         annotations = kube_annotations(1, 1)
-        namespace, owner = self.cluster.namespace, "me"
+        namespace, owner = cluster.namespace, "me"
         if kind is LookAlike.CASE_VARIANT:
             label = _case_variant(label, index)
         elif kind is LookAlike.UNPARSABLE_IDENTITY:
@@ -588,9 +619,9 @@ class MemoryFaults(FaultInjector):
             raise CannotInject(look_alike_need(kind))
         base = f"{job_id.discovery_name().lower()}-look-alike"
         number = 1
-        while f"{namespace}/{base}-{number}" in self.cluster.jobs:
+        while f"{namespace}/{base}-{number}" in cluster.jobs:
             number += 1
-        return self.cluster.submit(
+        return cluster.submit(
             f"{base}-{number}",
             None,
             None,
@@ -602,26 +633,35 @@ class MemoryFaults(FaultInjector):
         )
 
 
-class MemoryHarness(Harness[MemoryBackend]):
+class MemoryHarness(
+    Harness[MemoryBackend],
+    MemoryFaults,
+    ObservesExecutions[MemoryBackend],
+    ShowsPaths[MemoryBackend],
+    ShowsInventory[MemoryBackend],
+    PreflightsFree,
+):
     """The memory adapter, on a fresh in-memory cluster with a virtual clock per check;
-    ``cluster`` overrides the cluster's settings (MemoryBackend's keyword arguments)."""
+    ``cluster`` overrides the cluster's settings (MemoryBackend's keyword arguments). Its
+    preflight's probes wait on the virtual clock (:class:`PreflightsFree`)."""
 
     def __init__(self, shape: Shape = "slurm", **cluster: Any) -> None:
-        self.shape: Shape = shape
+        self.shape = shape
         self.name = f"memory-{shape}"
         self.identity = SLURM_SHAPE if shape == "slurm" else KUBEFLOW_SHAPE
-        self.offers = OFFERS[shape]
         self.impossible = IMPOSSIBLE[shape]
         self.cluster: dict[str, Any] = {"max_job_id": 50, "min_job_age": 60.0, **cluster}
 
-    def lacks(self, need: str) -> str | None:
+    def declines(self, need: str) -> str | None:
+        """What neither shape gives (:data:`REFUSED`), what the kubeflow shape cannot have of
+        the Slurm shape's powers (:data:`KUBE_REFUSED`), and the Slurm shape's ``recreate``."""
         if need in REFUSED:
-            return f"harness cannot inject {REFUSED[need]}"
-        if self.shape == "kubeflow" and need in KUBE_REFUSED:
-            return f"harness cannot inject {KUBE_REFUSED[need]}"
-        if self.shape == "slurm" and need == Fault.RECREATE:
-            return f"harness cannot inject {SLURM_NO_RECREATE}"
-        return super().lacks(need)
+            return REFUSED[need]
+        if self.shape == "kubeflow":
+            return KUBE_REFUSED.get(need)
+        if need == Fault.RECREATE:
+            return SLURM_NO_RECREATE
+        return None
 
     def new_backend(self) -> MemoryBackend:
         return MemoryBackend(self.shape, clock=VirtualClock(), **self.cluster)
@@ -631,9 +671,6 @@ class MemoryHarness(Harness[MemoryBackend]):
 
     def clock(self, backend: MemoryBackend) -> Clock:
         return backend.cluster.clock
-
-    def faults(self, backend: MemoryBackend) -> MemoryFaults:
-        return MemoryFaults(backend)
 
     def executions(
         self, backend: MemoryBackend, ref: ObjectRef
@@ -692,8 +729,9 @@ def memory_kubeflow() -> MemoryHarness:
 
 __all__ = [
     "KUBEFLOW_SHAPE",
-    "OFFERS",
+    "KUBE_REFUSED",
     "REFUSED",
+    "SLURM_NO_RECREATE",
     "SLURM_SHAPE",
     "MemoryFaults",
     "MemoryHarness",

@@ -23,7 +23,7 @@ NEAR_HOLDS: Final[tuple[tuple[int, str], ...]] = (
     (HoldBase - 1, "StartTime = SubmitTime + HoldBase - 1"),
 )
 """The start times (seconds after SubmitTime) just outside the hold encoding that every
-Slurm-shaped harness's :meth:`~conformance.harness.FaultInjector.near_hold` writes, with a few
+Slurm-shaped harness's :meth:`~conformance.powers.WritesNearHolds.near_hold` writes, with a few
 words on each: each decodes to no hold."""
 
 UNPARSABLE_COMMENTS: Final = (

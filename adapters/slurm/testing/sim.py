@@ -1,18 +1,21 @@
 """The Slurm adapter on the Slurm simulator: the ``slurm-sim`` and ``slurm-sim-nocomment``
-harnesses.
+harnesses, one class (:class:`SlurmSimHarness`).
 
 - ``slurm-sim``: :class:`~adapters.slurm.SlurmBackend` on a fresh
   :class:`~simulators.slurm.SlurmSim` per backend (ids wrap at 60, MinJobAge 30 s, two nodes
   of four CPUs, a virtual clock that starts at the wall time), accounting with
   ``job_comment``; the batch scripts really run (:class:`HarnessExecute`), and every task's
   environment is recorded.
-- ``slurm-sim-nocomment``: the same cluster without ``AccountingStoreFlags=job_comment``.
+- ``slurm-sim-nocomment``: the same cluster without ``AccountingStoreFlags=job_comment``: it
+  alone gives :class:`~conformance.powers.LosesIdentityHistory` (``slurm-sim`` declines it).
 
-Both ask for a pre-termination signal through the adapter's ``slurm.TimeLimit`` and
-``slurm.Signal`` and read, from the controller, when a job was signalled and when it ended
-(:data:`~conformance.harness.Probe.SIGNALS`); list the user's unfinished jobs
-(:data:`~conformance.harness.Probe.INVENTORY`); and let a check run the adapter's preflight,
-whose waits cost no real time here (:data:`~conformance.harness.Probe.PREFLIGHT`).
+Both offer every fault the simulator allows, each a power of :mod:`conformance.powers`
+implemented on the harness; ask for a pre-termination signal through the adapter's
+``slurm.TimeLimit`` and ``slurm.Signal`` and read, from the controller, when a job was
+signalled and when it ended (:class:`~conformance.powers.ObservesSignals`); list the user's
+unfinished jobs (:class:`~conformance.powers.ShowsInventory`); and let a check run the
+adapter's preflight, whose waits cost no real time here
+(:class:`~conformance.powers.PreflightsFree`).
 
 The adapter reaches the simulator only through its transport (:class:`SimCluster`), as it
 reaches a real Slurm; faults act as the scheduler, an administrator or another user would,
@@ -56,7 +59,6 @@ from conformance.harness import (
     CLOCK_HOLD_EDGES,
     CannotInject,
     Fault,
-    FaultInjector,
     Harness,
     Host,
     IdentityModel,
@@ -70,9 +72,37 @@ from conformance.harness import (
     Shown,
     Signalled,
     advance_to_residue,
-    look_alike_need,
     race_need,
-    reply_loss_need,
+)
+from conformance.powers import (
+    DisablesHistory,
+    FailsBeforeEffect,
+    FailsBetweenSteps,
+    IgnoresStops,
+    IgnoresWrites,
+    KillsForMemory,
+    LagsHistory,
+    LosesIdentityHistory,
+    LosesNodes,
+    LosesReplies,
+    MakesLookAlikes,
+    MovesToHoldEdges,
+    ObservesExecutions,
+    ObservesSignals,
+    Preempts,
+    PreflightsFree,
+    Purges,
+    RacesWrites,
+    RequeuesUnderneath,
+    ReusesIds,
+    ReusesIdsNext,
+    RunsCommands,
+    RunsJobs,
+    ShowsInventory,
+    ShowsPaths,
+    TellsUnfired,
+    VanishesBeforeReadBack,
+    WritesNearHolds,
 )
 from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected, VirtualClock
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
@@ -156,71 +186,42 @@ def slurm_listed(name: str, state: str) -> Listed:
     return Listed(shown, name[3:] if name.startswith("dj-") else None)
 
 
-SIM_OFFERS: Final = frozenset(
-    [
-        Fault.LET_RUN,
-        Fault.FINISH,
-        Fault.REQUEUE_UNDERNEATH,
-        Fault.PURGE,
-        Fault.REUSE_ID,
-        Fault.REUSE_ID_NEXT,
-        Fault.LOSE_NODE,
-        Fault.OOM_KILL,
-        Fault.IGNORE_NEXT_WRITE,
-        Fault.RACE_NEXT_WRITE,
-        Fault.FAIL_BETWEEN_STEPS,
-        Fault.NEAR_HOLD,
-        Fault.HOLD_EDGE,
-        Fault.PREEMPT,
-        Fault.LAG_HISTORY,
-        Fault.DISABLE_HISTORY,
-        Fault.LOSE_NEXT_REPLY,
-        reply_loss_need(ReplyLoss.FAILURE),
-        reply_loss_need(ReplyLoss.GARBLED),
-        Fault.FAIL_BEFORE_EFFECT,
-        Fault.VANISH_BEFORE_READ_BACK,
-        Fault.IGNORE_NEXT_STOP,
-        *(look_alike_need(kind) for kind in LookAlike),
-        Probe.EXECUTIONS,
-        Probe.HOST_PATHS,
-        Probe.COMMANDS,
-        Probe.SIGNALS,
-        Probe.INVENTORY,
-        Probe.PREFLIGHT,
-        Probe.LISTING,
-    ]
-)
-"""What both simulated clusters offer; ``slurm-sim-nocomment`` offers lose_identity_history
-too (its accounting never kept comments)."""
 NO_SELF_RESTARTS: Final = (
-    "harness cannot inject self_restarts (Slurm never reruns a job whose command failed: it "
-    "requeues by itself only a requeueable job whose node failed, which lose_node and "
-    "requeue_underneath show)"
+    "Slurm never reruns a job whose command failed: it requeues by itself only a requeueable "
+    "job whose node failed, which lose_node and requeue_underneath show"
 )
 NO_IMAGES: Final = (
-    "harness cannot inject images (a Slurm job's steps run on the node as they are, in no "
-    "container image: the adapter declares ContainerImage no)"
+    "a Slurm job's steps run on the node as they are, in no container image: the adapter "
+    "declares ContainerImage no"
 )
 NO_RECREATE: Final = (
-    "harness cannot inject recreate (slurmctld hands out every job id itself: nobody makes a "
-    "job under the id of one that is gone)"
+    "slurmctld hands out every job id itself: nobody makes a job under the id of one that is gone"
 )
 NO_STALL: Final = (
-    "harness cannot inject stall_teardown (a finished Slurm job is never requeued: no requeue "
-    "waits for an ended run to be taken down)"
+    "a finished Slurm job is never requeued: no requeue waits for an ended run to be taken down"
 )
 NO_TOUCHED: Final = (
-    "harness cannot inject race_next_write:touched (scontrol update carries no version another "
-    "writer could move: a write that meets another's change simply lands)"
+    "scontrol update carries no version another writer could move: a write that meets "
+    "another's change simply lands"
 )
 NO_RETRIES: Final = (
-    "harness cannot inject fail_every_try (the Slurm adapter retries no write within a call: "
-    "fail_before_effect is its every try)"
+    "the Slurm adapter retries no write within a call: fail_before_effect is its every try"
 )
+SLURM_IMPOSSIBLE_WHY: Final[Mapping[str, str]] = {
+    Fault.RECREATE: NO_RECREATE,
+    Fault.STALL_TEARDOWN: NO_STALL,
+    race_need(Race.TOUCHED): NO_TOUCHED,
+    Probe.SELF_RESTARTS: NO_SELF_RESTARTS,
+    Probe.IMAGES: NO_IMAGES,
+    Fault.FAIL_EVERY_TRY: NO_RETRIES,
+}
+"""Why a Slurm harness cannot give each need of :data:`SLURM_IMPOSSIBLE` (the reason a
+harness's ``declines`` returns, shown in the check's skip)."""
 KEEPS_COMMENTS: Final = (
-    "harness cannot inject lose_identity_history (this cluster's accounting keeps comments, "
-    "AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
+    "this cluster's accounting keeps comments, AccountingStoreFlags=job_comment; "
+    "slurm-sim-nocomment has none"
 )
+"""Why ``slurm-sim`` declines lose_identity_history."""
 
 
 class HarnessExecute(ExecuteMode):
@@ -472,297 +473,41 @@ class SimCluster:
         ]
 
 
-class SimFaults(FaultInjector):
-    """Every fault the simulator allows, on one simulated cluster."""
-
-    def __init__(self, cluster: SimCluster, job_comment: bool) -> None:
-        self.cluster = cluster
-        self.sim = cluster.sim
-        self.job_comment = job_comment
-
-    # -- the scheduler -----------------------------------------------------------------------------
-
-    def let_run(self, ref: ObjectRef) -> None:
-        self._let_run(self.cluster.require(ref))
-
-    def _let_run(self, job: Job) -> None:
-        """Let virtual time pass until the scheduler has started ``job`` (bounded)."""
-        waited = 0
-        while job.state is not JobState.RUNNING:
-            controller = self.sim.controller
-            if job.purged or job.state.finished or job.state is JobState.SPECIAL_EXIT:
-                raise Rejected(f"job {job.job_id} is {job.state}: it will not run again")
-            pending = job.state is JobState.PENDING
-            if pending and (job.held or job.begin_time - controller.now > LET_RUN_BOUND):
-                raise Rejected(
-                    f"job {job.job_id} is held ({job.reason}, eligible at {job.begin_time}): "
-                    "the scheduler will not start it"
-                )
-            if waited >= LET_RUN_BOUND:
-                raise Rejected(
-                    f"job {job.job_id} did not start within {LET_RUN_BOUND} s ({job.reason})"
-                )
-            self.sim.advance(1)
-            waited += 1
-
-    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        self.sim.finish(job.job_id, exit_code)
-
-    def oom_kill(self, ref: ObjectRef) -> None:
-        """The job's step is killed by the cgroup's memory limit: it ends OUT_OF_MEMORY."""
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        self.sim.fail(job.job_id, JobState.OUT_OF_MEMORY)
-
-    def lose_node(self, ref: ObjectRef) -> None:
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        node = job.nodelist.split(",")[0]
-        controller = self.sim.controller
-        sharing = [
-            other
-            for other in controller.jobs.values()
-            if other is not job
-            and other.state is JobState.RUNNING
-            and node in other.nodelist.split(",")
-        ]
-        if sharing:
-            # Only this job's share of the node is lost (the fault acts on one object).
-            controller.node_failure_of(job)
-        else:
-            self.sim.faults.node_failure(node)
-
-    def preempt(self, ref: ObjectRef) -> None:
-        """Preemption (mode requeue): a job submitted --requeue, or marked Requeue=1, is
-        requeued with a PREEMPTED row in accounting; any other ends PREEMPTED."""
-        job = self.cluster.require(ref)
-        self._let_run(job)
-        self.sim.faults.preempt(job.job_id)
-        self._finish_requeue(job)
-
-    def lag_history(self, ref: ObjectRef) -> None:
-        """slurmdbd gets no new record of the job from now on (its requeues' incarnations):
-        sacct keeps showing its older rows, as in the seconds after a real requeue."""
-        self.sim.controller.lag_accounting(self.cluster.require(ref))
-
-    def disable_history(self) -> None:
-        """The cluster runs on without accounting storage (``accounting_storage/none``): sacct
-        prints "Slurm accounting storage is disabled" and exits 1; no new record is kept."""
-        config = dataclasses.replace(self.sim.config, accounting=False)
-        self.sim.config = self.sim.controller.config = config
-
-    # -- an administrator ------------------------------------------------------------------------
-
-    def requeue_underneath(
-        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
-    ) -> None:
-        if held:
-            job = self.cluster.require(ref)
-            self._let_run(job)
-            self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
-            self.cluster.admin("scontrol", "requeuehold", "State=SpecialExit", str(job.job_id))
-            if not in_flight:
-                self._finish_requeue(job)
-            return
-        self._requeue_underneath(self.cluster.require(ref), settle=not in_flight)
-
-    def _requeue_underneath(self, job: Job, settle: bool = True) -> None:
-        self._let_run(job)
-        # The adapter submits --no-requeue unless it asked for native requeue: an administrator
-        # raises the flag first (slurm-lab §7.6i), then requeues.
-        self.cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
-        self.sim.faults.requeue_underneath(job.job_id)
-        if settle:
-            self._finish_requeue(job)
-
-    def _finish_requeue(self, job: Job) -> None:
-        """Let a requeue in flight (COMPLETING) finish: the job is back in the queue, with its
-        new submit time (a second of virtual time; the requeue delay keeps it pending)."""
-        for _ in range(10):
-            if job.state is not JobState.COMPLETING:
-                return
-            self.sim.advance(1)
-
-    def _end(self, job: Job) -> None:
-        self._finish_requeue(job)
-        if not job.state.finished:
-            self.cluster.admin("scancel", str(job.job_id))
-
-    def _aged(self, job: Job) -> None:
-        """slurmctld purges no sooner than 2 s after the end (MinJobAge's floor): a reused id
-        is never submitted in the second its old job was."""
-        wait = job.end_time + 2 - self.sim.controller.now
-        if wait > 0:
-            self.sim.advance(wait)
-
-    def purge(self, ref: ObjectRef) -> None:
-        job = self.cluster.live(ref)
-        if job is None:
-            return  # already out of slurmctld's memory
-        self._end(job)
-        self._aged(job)
-        self.sim.faults.purge_now(job.job_id)
-
-    def reuse_id(self, ref: ObjectRef) -> None:
-        job = self.cluster.live(ref)
-        if job is not None:
-            self._end(job)
-            self._aged(job)
-        # Another user's job takes the id; held, so it stays (and runs nothing on this host).
-        self.sim.faults.reuse_id(int(ref.id), name="someone-elses-job", hold=True, run_for=None)
-
-    def reuse_id_next(self, ref: ObjectRef) -> None:
-        job = self.cluster.live(ref)
-        if job is not None:
-            self._end(job)
-            self._aged(job)
-            self.sim.faults.purge_now(job.job_id)
-        self.sim.controller.set_next_job_id(int(ref.id))
-
-    def lose_identity_history(self) -> None:
-        if self.job_comment:
-            raise CannotInject(KEEPS_COMMENTS.removeprefix("harness cannot inject "))
-        # Nothing to do: this cluster's accounting never kept comments.
-
-    # -- the calls -----------------------------------------------------------------------------
-
-    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
-        self.cluster.calls.arm(operation, form.value)
-
-    def vanish_before_read_back(
-        self, operation: str, *, reuse_id: bool = False, early: bool = False
-    ) -> None:
-        if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
-            raise CannotInject(f"vanish_before_read_back({operation})")
-
-        def vanish(words: Sequence[str], stdout: str) -> None:
-            native = parse_sbatch_id(stdout) if operation == "start" else words[-1]
-            job = self.sim.controller.jobs.get(int(native)) if native else None
-            if job is None:
-                return  # gone already
-            self._end(job)
-            self._aged(job)
-            if reuse_id:
-                self.sim.faults.reuse_id(
-                    job.job_id, name="someone-elses-job", hold=True, run_for=None
-                )
-            else:
-                self.sim.faults.purge_now(job.job_id)
-
-        (self.cluster.before if early else self.cluster.after).append((operation, vanish))
-
-    def fail_before_effect(self, operation: str) -> None:
-        self.cluster.calls.arm_before(operation)
-
-    def ignore_next_stop(self, ref: ObjectRef) -> None:
-        self.cluster.ignored.append(ref.id)
-
-    def fail_between_steps(self, operation: str) -> None:
-        if operation != "requeue":
-            raise CannotInject(f"fail_between_steps({operation})")
-        self.cluster.cut.append(operation)
-
-    def race_next_write(self, operation: str, race: Race) -> None:
-        if operation not in ("hold", "release", "requeue") or race is Race.TOUCHED:
-            # TOUCHED: slurmctld's writes carry no precondition, so none meets a newer version
-            raise CannotInject(f"race_next_write({operation}, {race.value})")
-
-        def change(job_id: int) -> None:
-            job = self.sim.controller.jobs.get(job_id)
-            if job is None:
-                return  # gone already
-            if race is Race.STARTS:
-                self._let_run(job)
-            elif race is Race.ENDS:
-                self._end(job)  # cancelled: ended, still in squeue until MinJobAge
-            else:
-                self._end(job)
-                self._aged(job)
-                self.sim.faults.purge_now(job.job_id)
-
-        self.cluster.raced.append((operation, change))
-
-    def ignore_next_write(self, operation: str) -> None:
-        if operation not in ("hold", "release", "requeue"):
-            raise CannotInject(f"ignore_next_write({operation})")
-        self.cluster.ignored_writes.append(operation)
-
-    def unfired(self) -> list[str]:
-        vanishing = [
-            f"vanish_before_read_back({op})" for op, _ in self.cluster.before + self.cluster.after
-        ]
-        ignoring = (
-            ["ignore_next_stop" for _ in self.cluster.ignored]
-            + [f"ignore_next_write({op})" for op in self.cluster.ignored_writes]
-            + [f"race_next_write({op})" for op, _ in self.cluster.raced]
-            + [f"fail_between_steps({op})" for op in self.cluster.cut]
-        )
-        return self.cluster.calls.unfired() + vanishing + ignoring
-
-    def near_hold_forms(self) -> int:
-        return len(NEAR_HOLDS)
-
-    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
-        """``scontrol update StartTime=`` of the pending job, as its owner could type it."""
-        job = self.cluster.require(ref)
-        if job.state is not JobState.PENDING:
-            raise CannotInject(f"near_hold (job {job.job_id} is {job.state.value}, not pending)")
-        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
-        self.sim.controller.set_begin(job, job.submit_time + offset)
-        return form
-
-    def hold_edges(self) -> int:
-        return len(CLOCK_HOLD_EDGES)
-
-    def hold_edge(self, variant: int = 0) -> str:
-        """The simulator's clock moved to the millisecond where the Slurm adapter's numbering
-        (``SlurmBackend.hold``) reaches the edge."""
-        residue, form = CLOCK_HOLD_EDGES[variant % len(CLOCK_HOLD_EDGES)]
-        if not advance_to_residue(self.sim.clock.now, self.sim.advance, residue, HoldBound - 1):
-            raise CannotInject(f"hold_edge (the clock did not stop at {form})")
-        return form
-
-    # -- look-alikes -------------------------------------------------------------------------------
-
-    def look_alike_forms(self, kind: LookAlike) -> int:
-        return slurm_look_alike_forms(kind)
-
-    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
-        return describe_slurm_look_alike(kind, variant)
-
-    def inject_look_alike(
-        self,
-        job_id: JobID,
-        kind: LookAlike,
-        variant: int = 0,
-        *,
-        other: JobID | None = None,
-        requeued: bool = False,
-    ) -> str:
-        """A job of the look-alike's name and comment (another user's for
-        :attr:`LookAlike.OTHER_USER`, submitted then handed over as that user's). It is not
-        held: eligible, it shows in accounting as well as in squeue, so both of find's reads
-        meet it (a held job has no eligible time, and sacct selects by it)."""
-        form = slurm_look_alike(job_id, kind, variant, other)
-        argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
-        if form.comment:
-            argv.append(f"--comment={form.comment}")
-        done = self.cluster.admin(*argv, stdin=FOREIGN_SCRIPT)
-        native = parse_sbatch_id(done.stdout)
-        if native is None:
-            raise RuntimeError(f"sbatch of a look-alike printed no job id: {done.stdout!r}")
-        if form.other_user:
-            self.sim.controller.set_owner(self.sim.job(int(native)), OTHER_USER, OTHER_UID)
-        if requeued:
-            self._requeue_underneath(self.sim.job(int(native)))
-        return native
-
-
-class SlurmSimHarness(Harness[SlurmBackend]):
+class SlurmSimHarness(
+    Harness[SlurmBackend],
+    RunsJobs[SlurmBackend],
+    RequeuesUnderneath[SlurmBackend],
+    Purges[SlurmBackend],
+    ReusesIds[SlurmBackend],
+    ReusesIdsNext[SlurmBackend],
+    LosesNodes[SlurmBackend],
+    KillsForMemory[SlurmBackend],
+    Preempts[SlurmBackend],
+    LagsHistory[SlurmBackend],
+    DisablesHistory[SlurmBackend],
+    LosesIdentityHistory[SlurmBackend],
+    LosesReplies[SlurmBackend],
+    FailsBeforeEffect[SlurmBackend],
+    VanishesBeforeReadBack[SlurmBackend],
+    IgnoresStops[SlurmBackend],
+    IgnoresWrites[SlurmBackend],
+    RacesWrites[SlurmBackend],
+    FailsBetweenSteps[SlurmBackend],
+    TellsUnfired[SlurmBackend],
+    WritesNearHolds[SlurmBackend],
+    MovesToHoldEdges[SlurmBackend],
+    MakesLookAlikes[SlurmBackend],
+    ObservesExecutions[SlurmBackend],
+    ObservesSignals[SlurmBackend],
+    ShowsInventory[SlurmBackend],
+    ShowsPaths[SlurmBackend],
+    RunsCommands,
+    PreflightsFree,
+):
     """The Slurm adapter on a fresh simulated cluster per backend, with or without
-    ``job_comment``; ``config`` overrides the cluster's settings (SlurmConfig fields)."""
+    ``job_comment``; ``config`` overrides the cluster's settings (SlurmConfig fields). Every
+    fault the simulator allows, on the backend's simulated cluster; lose_identity_history only
+    without ``job_comment`` (its accounting never kept comments)."""
 
     identity = SLURM_IDENTITY
     impossible = SLURM_IMPOSSIBLE
@@ -772,24 +517,11 @@ class SlurmSimHarness(Harness[SlurmBackend]):
         self.name = "slurm-sim" if job_comment else "slurm-sim-nocomment"
         defaults = SlurmConfig(max_job_id=60, min_job_age=30, nodes=("n1", "n2"), cpus_per_node=4)
         self.config = dataclasses.replace(defaults, job_comment=job_comment, **config)
-        self.offers = SIM_OFFERS if job_comment else SIM_OFFERS | {Fault.LOSE_IDENTITY_HISTORY}
 
-    def lacks(self, need: str) -> str | None:
+    def declines(self, need: str) -> str | None:
         if need == Fault.LOSE_IDENTITY_HISTORY and self.job_comment:
             return KEEPS_COMMENTS
-        if need == Fault.RECREATE:
-            return NO_RECREATE
-        if need == Probe.SELF_RESTARTS:
-            return NO_SELF_RESTARTS
-        if need == Probe.IMAGES:
-            return NO_IMAGES
-        if need == Fault.STALL_TEARDOWN:
-            return NO_STALL
-        if need == race_need(Race.TOUCHED):
-            return NO_TOUCHED
-        if need == Fault.FAIL_EVERY_TRY:
-            return NO_RETRIES
-        return super().lacks(need)
+        return SLURM_IMPOSSIBLE_WHY.get(need)
 
     def new_backend(self) -> SlurmBackend:
         cluster = SimCluster(self.config)
@@ -807,16 +539,15 @@ class SlurmSimHarness(Harness[SlurmBackend]):
     def clock(self, backend: SlurmBackend) -> Clock:
         return sim_cluster(backend).sim.clock
 
-    def faults(self, backend: SlurmBackend) -> SimFaults:
-        return SimFaults(sim_cluster(backend), self.job_comment)
+    def listing(self, backend: SlurmBackend) -> Mapping[str, Listed]:
+        return sim_cluster(backend).listing()
+
+    # -- what ran, as the target saw it ------------------------------------------------------------
 
     def executions(
         self, backend: SlurmBackend, ref: ObjectRef
     ) -> Sequence[Sequence[Mapping[str, str]]]:
         return sim_cluster(backend).executions(ref)
-
-    def listing(self, backend: SlurmBackend) -> Mapping[str, Listed]:
-        return sim_cluster(backend).listing()
 
     def host(self, backend: SlurmBackend) -> Host:
         """This host's filesystem: the simulated jobs' scripts run here (the checks' scratch
@@ -831,6 +562,313 @@ class SlurmSimHarness(Harness[SlurmBackend]):
 
     def inventory(self, backend: SlurmBackend) -> Sequence[str]:
         return sim_cluster(backend).inventory()
+
+    # -- the scheduler -----------------------------------------------------------------------------
+
+    def let_run(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        cluster = sim_cluster(backend)
+        _let_run(cluster, cluster.require(ref))
+
+    def finish(self, backend: SlurmBackend, ref: ObjectRef, exit_code: int = 0) -> None:
+        cluster = sim_cluster(backend)
+        job = cluster.require(ref)
+        _let_run(cluster, job)
+        cluster.sim.finish(job.job_id, exit_code)
+
+    def oom_kill(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        """The job's step is killed by the cgroup's memory limit: it ends OUT_OF_MEMORY."""
+        cluster = sim_cluster(backend)
+        job = cluster.require(ref)
+        _let_run(cluster, job)
+        cluster.sim.fail(job.job_id, JobState.OUT_OF_MEMORY)
+
+    def lose_node(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        cluster = sim_cluster(backend)
+        job = cluster.require(ref)
+        _let_run(cluster, job)
+        node = job.nodelist.split(",")[0]
+        controller = cluster.sim.controller
+        sharing = [
+            other
+            for other in controller.jobs.values()
+            if other is not job
+            and other.state is JobState.RUNNING
+            and node in other.nodelist.split(",")
+        ]
+        if sharing:
+            # Only this job's share of the node is lost (the fault acts on one object).
+            controller.node_failure_of(job)
+        else:
+            cluster.sim.faults.node_failure(node)
+
+    def preempt(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        """Preemption (mode requeue): a job submitted --requeue, or marked Requeue=1, is
+        requeued with a PREEMPTED row in accounting; any other ends PREEMPTED."""
+        cluster = sim_cluster(backend)
+        job = cluster.require(ref)
+        _let_run(cluster, job)
+        cluster.sim.faults.preempt(job.job_id)
+        _finish_requeue(cluster, job)
+
+    def lag_history(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        """slurmdbd gets no new record of the job from now on (its requeues' incarnations):
+        sacct keeps showing its older rows, as in the seconds after a real requeue."""
+        cluster = sim_cluster(backend)
+        cluster.sim.controller.lag_accounting(cluster.require(ref))
+
+    def disable_history(self, backend: SlurmBackend) -> None:
+        """The cluster runs on without accounting storage (``accounting_storage/none``): sacct
+        prints "Slurm accounting storage is disabled" and exits 1; no new record is kept."""
+        sim = sim_cluster(backend).sim
+        config = dataclasses.replace(sim.config, accounting=False)
+        sim.config = sim.controller.config = config
+
+    # -- an administrator ------------------------------------------------------------------------
+
+    def requeue_underneath(
+        self, backend: SlurmBackend, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
+    ) -> None:
+        cluster = sim_cluster(backend)
+        if held:
+            job = cluster.require(ref)
+            _let_run(cluster, job)
+            cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
+            cluster.admin("scontrol", "requeuehold", "State=SpecialExit", str(job.job_id))
+            if not in_flight:
+                _finish_requeue(cluster, job)
+            return
+        _requeue_underneath(cluster, cluster.require(ref), settle=not in_flight)
+
+    def purge(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        cluster = sim_cluster(backend)
+        job = cluster.live(ref)
+        if job is None:
+            return  # already out of slurmctld's memory
+        _end(cluster, job)
+        _aged(cluster, job)
+        cluster.sim.faults.purge_now(job.job_id)
+
+    def reuse_id(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        cluster = sim_cluster(backend)
+        job = cluster.live(ref)
+        if job is not None:
+            _end(cluster, job)
+            _aged(cluster, job)
+        # Another user's job takes the id; held, so it stays (and runs nothing on this host).
+        cluster.sim.faults.reuse_id(int(ref.id), name="someone-elses-job", hold=True, run_for=None)
+
+    def reuse_id_next(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        cluster = sim_cluster(backend)
+        job = cluster.live(ref)
+        if job is not None:
+            _end(cluster, job)
+            _aged(cluster, job)
+            cluster.sim.faults.purge_now(job.job_id)
+        cluster.sim.controller.set_next_job_id(int(ref.id))
+
+    def lose_identity_history(self, backend: SlurmBackend) -> None:
+        if self.job_comment:
+            raise CannotInject(Fault.LOSE_IDENTITY_HISTORY, why=KEEPS_COMMENTS)
+        # Nothing to do: this cluster's accounting never kept comments.
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    def lose_next_reply(
+        self, backend: SlurmBackend, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT
+    ) -> None:
+        sim_cluster(backend).calls.arm(operation, form.value)
+
+    def vanish_before_read_back(
+        self, backend: SlurmBackend, operation: str, *, reuse_id: bool = False, early: bool = False
+    ) -> None:
+        if operation not in ("start", "stop") or (early and (operation != "stop" or reuse_id)):
+            raise CannotInject(f"vanish_before_read_back({operation})")
+        cluster = sim_cluster(backend)
+
+        def vanish(words: Sequence[str], stdout: str) -> None:
+            native = parse_sbatch_id(stdout) if operation == "start" else words[-1]
+            job = cluster.sim.controller.jobs.get(int(native)) if native else None
+            if job is None:
+                return  # gone already
+            _end(cluster, job)
+            _aged(cluster, job)
+            if reuse_id:
+                cluster.sim.faults.reuse_id(
+                    job.job_id, name="someone-elses-job", hold=True, run_for=None
+                )
+            else:
+                cluster.sim.faults.purge_now(job.job_id)
+
+        (cluster.before if early else cluster.after).append((operation, vanish))
+
+    def fail_before_effect(self, backend: SlurmBackend, operation: str) -> None:
+        sim_cluster(backend).calls.arm_before(operation)
+
+    def ignore_next_stop(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        sim_cluster(backend).ignored.append(ref.id)
+
+    def fail_between_steps(self, backend: SlurmBackend, operation: str) -> None:
+        if operation != "requeue":
+            raise CannotInject(f"fail_between_steps({operation})")
+        sim_cluster(backend).cut.append(operation)
+
+    def race_next_write(self, backend: SlurmBackend, operation: str, race: Race) -> None:
+        if operation not in ("hold", "release", "requeue") or race is Race.TOUCHED:
+            # TOUCHED: slurmctld's writes carry no precondition, so none meets a newer version
+            raise CannotInject(f"race_next_write({operation}, {race.value})")
+        cluster = sim_cluster(backend)
+
+        def change(job_id: int) -> None:
+            job = cluster.sim.controller.jobs.get(job_id)
+            if job is None:
+                return  # gone already
+            if race is Race.STARTS:
+                _let_run(cluster, job)
+            elif race is Race.ENDS:
+                _end(cluster, job)  # cancelled: ended, still in squeue until MinJobAge
+            else:
+                _end(cluster, job)
+                _aged(cluster, job)
+                cluster.sim.faults.purge_now(job.job_id)
+
+        cluster.raced.append((operation, change))
+
+    def ignore_next_write(self, backend: SlurmBackend, operation: str) -> None:
+        if operation not in ("hold", "release", "requeue"):
+            raise CannotInject(f"ignore_next_write({operation})")
+        sim_cluster(backend).ignored_writes.append(operation)
+
+    def unfired(self, backend: SlurmBackend) -> Sequence[str]:
+        cluster = sim_cluster(backend)
+        vanishing = [f"vanish_before_read_back({op})" for op, _ in cluster.before + cluster.after]
+        ignoring = (
+            ["ignore_next_stop" for _ in cluster.ignored]
+            + [f"ignore_next_write({op})" for op in cluster.ignored_writes]
+            + [f"race_next_write({op})" for op, _ in cluster.raced]
+            + [f"fail_between_steps({op})" for op in cluster.cut]
+        )
+        return cluster.calls.unfired() + vanishing + ignoring
+
+    # -- holds -----------------------------------------------------------------------------------
+
+    def near_hold_forms(self) -> int:
+        return len(NEAR_HOLDS)
+
+    def near_hold(self, backend: SlurmBackend, ref: ObjectRef, variant: int = 0) -> str:
+        """``scontrol update StartTime=`` of the pending job, as its owner could type it."""
+        cluster = sim_cluster(backend)
+        job = cluster.require(ref)
+        if job.state is not JobState.PENDING:
+            raise CannotInject(f"near_hold (job {job.job_id} is {job.state.value}, not pending)")
+        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
+        cluster.sim.controller.set_begin(job, job.submit_time + offset)
+        return form
+
+    def hold_edges(self) -> int:
+        return len(CLOCK_HOLD_EDGES)
+
+    def hold_edge(self, backend: SlurmBackend, variant: int = 0) -> str:
+        """The simulator's clock moved to the millisecond where the Slurm adapter's numbering
+        (``SlurmBackend.hold``) reaches the edge."""
+        sim = sim_cluster(backend).sim
+        residue, form = CLOCK_HOLD_EDGES[variant % len(CLOCK_HOLD_EDGES)]
+        if not advance_to_residue(sim.clock.now, sim.advance, residue, HoldBound - 1):
+            raise CannotInject(f"hold_edge (the clock did not stop at {form})")
+        return form
+
+    # -- look-alikes -------------------------------------------------------------------------------
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        return slurm_look_alike_forms(kind)
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        return describe_slurm_look_alike(kind, variant)
+
+    def inject_look_alike(
+        self,
+        backend: SlurmBackend,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
+    ) -> str:
+        """A job of the look-alike's name and comment (another user's for
+        :attr:`LookAlike.OTHER_USER`, submitted then handed over as that user's). It is not
+        held: eligible, it shows in accounting as well as in squeue, so both of find's reads
+        meet it (a held job has no eligible time, and sacct selects by it)."""
+        cluster = sim_cluster(backend)
+        form = slurm_look_alike(job_id, kind, variant, other)
+        argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
+        if form.comment:
+            argv.append(f"--comment={form.comment}")
+        done = cluster.admin(*argv, stdin=FOREIGN_SCRIPT)
+        native = parse_sbatch_id(done.stdout)
+        if native is None:
+            raise RuntimeError(f"sbatch of a look-alike printed no job id: {done.stdout!r}")
+        if form.other_user:
+            cluster.sim.controller.set_owner(cluster.sim.job(int(native)), OTHER_USER, OTHER_UID)
+        if requeued:
+            _requeue_underneath(cluster, cluster.sim.job(int(native)))
+        return native
+
+
+# -- what the scheduler and an administrator do, on one simulated cluster ----------------------
+
+
+def _let_run(cluster: SimCluster, job: Job) -> None:
+    """Let virtual time pass until the scheduler has started ``job`` (bounded)."""
+    waited = 0
+    while job.state is not JobState.RUNNING:
+        controller = cluster.sim.controller
+        if job.purged or job.state.finished or job.state is JobState.SPECIAL_EXIT:
+            raise Rejected(f"job {job.job_id} is {job.state}: it will not run again")
+        pending = job.state is JobState.PENDING
+        if pending and (job.held or job.begin_time - controller.now > LET_RUN_BOUND):
+            raise Rejected(
+                f"job {job.job_id} is held ({job.reason}, eligible at {job.begin_time}): "
+                "the scheduler will not start it"
+            )
+        if waited >= LET_RUN_BOUND:
+            raise Rejected(
+                f"job {job.job_id} did not start within {LET_RUN_BOUND} s ({job.reason})"
+            )
+        cluster.sim.advance(1)
+        waited += 1
+
+
+def _requeue_underneath(cluster: SimCluster, job: Job, settle: bool = True) -> None:
+    _let_run(cluster, job)
+    # The adapter submits --no-requeue unless it asked for native requeue: an administrator
+    # raises the flag first (slurm-lab §7.6i), then requeues.
+    cluster.admin("scontrol", "update", f"JobId={job.job_id}", "Requeue=1")
+    cluster.sim.faults.requeue_underneath(job.job_id)
+    if settle:
+        _finish_requeue(cluster, job)
+
+
+def _finish_requeue(cluster: SimCluster, job: Job) -> None:
+    """Let a requeue in flight (COMPLETING) finish: the job is back in the queue, with its
+    new submit time (a second of virtual time; the requeue delay keeps it pending)."""
+    for _ in range(10):
+        if job.state is not JobState.COMPLETING:
+            return
+        cluster.sim.advance(1)
+
+
+def _end(cluster: SimCluster, job: Job) -> None:
+    _finish_requeue(cluster, job)
+    if not job.state.finished:
+        cluster.admin("scancel", str(job.job_id))
+
+
+def _aged(cluster: SimCluster, job: Job) -> None:
+    """slurmctld purges no sooner than 2 s after the end (MinJobAge's floor): a reused id
+    is never submitted in the second its old job was."""
+    wait = job.end_time + 2 - cluster.sim.controller.now
+    if wait > 0:
+        cluster.sim.advance(wait)
 
 
 def slurm_pre_termination_spec(spec: JobSpec, lead: int, limit: int) -> JobSpec:
@@ -866,15 +904,23 @@ def slurm_sim_nocomment() -> SlurmSimHarness:
 
 
 __all__ = [
+    "KEEPS_COMMENTS",
     "NO_IMAGES",
     "NO_RECREATE",
+    "NO_RETRIES",
     "NO_SELF_RESTARTS",
+    "NO_STALL",
+    "NO_TOUCHED",
+    "SCRATCH_ENV",
     "SLURM_IDENTITY",
+    "SLURM_IMPOSSIBLE",
+    "SLURM_IMPOSSIBLE_WHY",
     "HarnessExecute",
     "SimCluster",
-    "SimFaults",
     "SlurmSimHarness",
+    "scratch_root",
     "sim_cluster",
+    "slurm_listed",
     "slurm_pre_termination_spec",
     "slurm_sim",
     "slurm_sim_nocomment",
