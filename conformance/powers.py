@@ -19,7 +19,7 @@ Every method's obligations are in its docstring, as in Go CDK's drivertest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
 from conformance.harness import (
     Fault,
@@ -516,7 +516,7 @@ def offers_power(harness: object, need: str) -> bool:
     return isinstance(harness, POWER_OF[need])
 
 
-def lacking(harness: Harness[Backend], need: str) -> str | None:
+def lacking(harness: Harness[Any], need: str) -> str | None:
     """Why ``harness`` does not meet ``need``, or None when it does: it implements no power
     that provides it (the message names the protocol to implement), or it does and its target
     declines it (:meth:`Harness.declines`, read from its configuration: it makes nothing)."""

@@ -383,11 +383,12 @@ def _cluster_options(
 class Driver:
     """The scheduler's part, for an in-process harness: before each step it lets every queued
     object of the supervisor's jobs run and ends every running one (exit 0, or exit 1 with
-    :data:`FAILURE_CHANCE` when seeded), through the harness's fault injector, as its cluster's
-    scheduler would."""
+    :data:`FAILURE_CHANCE` when seeded), through the harness's ``let_run`` and ``finish`` (its
+    ``conformance.powers.RunsJobs``, which every in-process harness implements), as its
+    cluster's scheduler would."""
 
     def __init__(self, harness: Any, backend: Any, supervisor: Supervisor, seed: int) -> None:
-        self.faults = harness.faults(backend)
+        self.harness = harness
         self.backend = backend
         self.supervisor = supervisor
         self.random = random.Random(seed) if seed > 0 else None
@@ -401,10 +402,10 @@ class Driver:
             try:
                 seen = self.backend.open(ref)
                 if seen.state is State.QUEUED:
-                    self.faults.let_run(ref)
+                    self.harness.let_run(self.backend, ref)
                 elif seen.state is State.RUNNING:
                     fails = self.random is not None and self.random.random() < FAILURE_CHANCE
-                    self.faults.finish(ref, 1 if fails else 0)
+                    self.harness.finish(self.backend, ref, 1 if fails else 0)
             except Exception:  # the scheduler's part may fail; the supervisor sees it
                 continue
 

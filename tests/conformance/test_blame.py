@@ -26,9 +26,7 @@ def test_a_harness_failing_on_another_submission_s_object_is_the_adapter_s_failu
     assert result.outcome is Outcome.FAILED, result.reason
     assert result.adapter.startswith("start returned the same object ")
     assert "for submission 2, attempt 1 and submission 3, attempt 1" in result.adapter
-    assert "the harness then failed on that object: let_run() raised KeyError" in (
-        result.adapter
-    )
+    assert "the harness then failed on that object: let_run() raised KeyError" in (result.adapter)
 
 
 def test_the_run_exits_1_naming_the_check_not_3(

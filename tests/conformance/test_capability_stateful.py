@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from adapters.memory import MemoryBackend
+from adapters.memory import MemoryBackend, Shape
 from adapters.memory.testing.harness import MemoryHarness
 from conformance.checks import Check, Outcome, Result, checks, run_check
-from conformance.harness import FaultInjector
+from conformance.harness import Harness, Listed
 from conformance.harnesses import load_harness
 from dispatch_core import (
     OUTPUT,
     Backend,
     Capability,
+    Clock,
     JobID,
     JobSpec,
     NativeOffer,
@@ -127,11 +128,27 @@ def test_stateful_checks_hold_for_other_seeds(seed: int) -> None:
         assert all(acceptable(r) for r in outcomes.values()), explain(outcomes)
 
 
-class NoFaults(MemoryHarness):
-    """The memory adapter behind a harness that can inject nothing."""
+class NoFaults(Harness[MemoryBackend]):
+    """The memory adapter behind a harness that keeps only the contract: it offers no power,
+    so it can inject nothing."""
 
-    def faults(self, backend: Backend) -> FaultInjector:
-        return FaultInjector()
+    name = "no-faults"
+
+    def __init__(self, shape: Shape) -> None:
+        self.memory = MemoryHarness(shape)
+        self.identity = self.memory.identity
+
+    def new_backend(self) -> MemoryBackend:
+        return self.memory.new_backend()
+
+    def reopen(self, backend: MemoryBackend) -> MemoryBackend:
+        return self.memory.reopen(backend)
+
+    def clock(self, backend: MemoryBackend) -> Clock:
+        return self.memory.clock(backend)
+
+    def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+        return self.memory.listing(backend)
 
 
 def test_a_harness_without_faults_skips_with_the_reason_never_passes_silently() -> None:
@@ -139,7 +156,7 @@ def test_a_harness_without_faults_skips_with_the_reason_never_passes_silently() 
     assert all(acceptable(r) for r in outcomes.values()), explain(outcomes)
     for cid in ("STATE-001", "STATE-003", "STATE-005", "STATE-006"):
         assert outcomes[cid].outcome is Outcome.SKIPPED, cid
-        assert "harness cannot inject" in outcomes[cid].reason, outcomes[cid].reason
+        assert "harness offers no let_run" in outcomes[cid].reason, outcomes[cid].reason
     cap = results(NoFaults("slurm"), CAP)
     assert cap["CAP-014"].outcome is Outcome.SKIPPED
     assert "harness cannot inject let_run" in cap["CAP-014"].reason

@@ -248,6 +248,9 @@ def test_a_harness_without_an_identity_model_is_an_error() -> None:
         def clock(self, backend: MemoryBackend) -> Clock:
             return backend.cluster.clock
 
+        def listing(self, backend: MemoryBackend) -> Mapping[str, Listed]:
+            return {}
+
     result = run_check(a_check(uses_the_backend), Undeclared())
     assert result.outcome is Outcome.ERROR
     assert "declares no identity model" in result.reason

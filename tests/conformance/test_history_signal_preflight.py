@@ -86,7 +86,7 @@ def test_the_simulated_cluster_signals_before_the_time_limit_and_records_both() 
     spec = harness.pre_termination_spec(JobSpec(command=("true",)), 120, 600)
     assert spec.extensions == {"slurm.TimeLimit": "10", "slurm.Signal": "USR1@120"}
     ref = backend.start(make_plan(backend, spec, None, with_job(JobID.new())), 1, 1)
-    harness.faults(backend).let_run(ref)
+    harness.let_run(backend, ref)
     clock = harness.clock(backend)
     started = clock.now()
     assert harness.signals(backend, ref) == Signalled(received=(), ended=None)
@@ -109,7 +109,7 @@ def test_a_script_that_traps_its_signal_acts_on_it_and_the_job_runs_to_its_limit
     waits = ("sh", "-c", 'trap "echo USR1 > $0; exit 0" USR1; while :; do sleep 0.05; done')
     spec = harness.pre_termination_spec(JobSpec(command=(*waits, str(seen_by_trap))), 60, 300)
     ref = backend.start(make_plan(backend, spec, None, with_job(JobID.new())), 1, 1)
-    harness.faults(backend).let_run(ref)
+    harness.let_run(backend, ref)
     harness.clock(backend).sleep(300)
     seen = backend.open(ref)  # the cluster catches up with its clock
     assert (seen.state, seen.cause) == (State.FAILED, Cause.TIMEOUT)
@@ -195,7 +195,7 @@ def test_preflight_passes_on_both_simulated_clusters_and_skips_elsewhere() -> No
     local = SlurmLocalHarness()
     result = run_check(check_named("CAP-019"), local)  # before any backend: no cluster needed
     assert result.outcome is Outcome.SKIPPED
-    assert result.reason.startswith("harness cannot inject preflight (on a real cluster")
+    assert result.reason.startswith("harness offers no preflight (on a real cluster")
 
 
 class DeclaredAnswers(SlurmBackend):
@@ -236,18 +236,17 @@ def test_the_inventory_is_the_user_s_unfinished_objects() -> None:
     harness = MemoryHarness("slurm")
     backend = harness.new_backend()
     ref = backend.start(make_plan(backend, JobSpec(command=("x",))), 1, 1)
-    faults = harness.faults(backend)
     assert list(harness.inventory(backend)) == [ref.id]
     from conformance.harness import LookAlike
 
-    theirs = faults.inject_look_alike(JobID.new(), LookAlike.OTHER_USER)
+    theirs = harness.inject_look_alike(backend, JobID.new(), LookAlike.OTHER_USER)
     assert theirs not in harness.inventory(backend)  # another user's
     backend.stop(ref)
     assert list(harness.inventory(backend)) == []
     sim = SlurmSimHarness()
     made: Backend = sim.new_backend()
     assert isinstance(made, SlurmBackend)
-    other = sim.faults(made).inject_look_alike(JobID.new(), LookAlike.OTHER_USER)
+    other = sim.inject_look_alike(made, JobID.new(), LookAlike.OTHER_USER)
     assert sim.inventory(made) == [] and other in {
         str(j.job_id) for j in sim_cluster(made).sim.controller.jobs.values()
     }

@@ -18,12 +18,14 @@ from adapters.kubeflow.testing.broken import CATALOGUE, DeleteWithoutUid, Releas
 from adapters.kubeflow.testing.lookalikes import dispatch_trainjob
 from adapters.kubeflow.testing.sim import KubeflowSimHarness
 from conformance.checks import Outcome, Result, checks, run_check
+from conformance.faults import Faults
 from dispatch_core import JobSpec, State, make_plan
 from simulators.kubernetes.resources import TRAINJOBS
 
 SEED = 0
 SKIP_REASONS = (
-    "harness cannot inject ",  # a fault or probe Kubernetes (or its simulator) cannot have
+    "harness cannot inject ",  # a form of a power Kubernetes (or this cluster) cannot have
+    "harness offers no ",  # a power Kubernetes (or its simulator) cannot have, with the reason
     "the harness's target has ",  # the identity model: no id reuse, no history
     "adapter declares ",  # a capability the adapter answers no, with its reason
     "adapter implements no ",  # an optional interface it does not offer
@@ -125,7 +127,7 @@ def test_a_release_that_keeps_the_execution_reruns_an_object_under_its_identity(
         backend = harness.new_backend()
         plan = make_plan(backend, JobSpec(command=("true",), nodes=1))
         ref = backend.start(plan, 1, 1)
-        faults = harness.faults(backend)
+        faults = Faults(harness, backend)
         faults.let_run(ref)
         sim = harness.cluster_of(backend).sim
         namespace, _, name = ref.id.partition("/")

@@ -121,7 +121,7 @@ def test_outcomes_skip_reasons_and_strict_xfail(pytester: pytest.Pytester) -> No
     result.stdout.fnmatch_lines(
         [
             "SKIPPED [[]1[]] *test_cli.py:*: adapter declares ContainerImage no: memory adapter (slurm shape)*",
-            "SKIPPED [[]1[]] *test_cli.py:*: harness cannot inject lose_node",
+            "SKIPPED [[]1[]] *test_cli.py:*: harness offers no lose_node: implement conformance.powers.LosesNodes to offer it",
             "XFAIL memory-plain::TEST-904 - expected failure: issue 1",
             "FAILED memory-plain::TEST-905 - [[]TEST-905[]] adapter: passed, but it is a *",
             "FAILED memory-plain::TEST-906 - [[]TEST-906[]] adapter: answered maybe",
@@ -148,7 +148,11 @@ def test_outcomes_skip_reasons_and_strict_xfail(pytester: pytest.Pytester) -> No
         assert props(case) == check_props("memory-plain", check_id, 7)
         assert case.get("classname") == "dispatch.conformance.memory-plain"
     skipped = cases["TEST-903"].find("skipped")
-    assert skipped is not None and skipped.get("message") == "harness cannot inject lose_node"
+    assert (
+        skipped is not None
+        and skipped.get("message")
+        == "harness offers no lose_node: implement conformance.powers.LosesNodes to offer it"
+    )
     # The message says what the adapter did; the text is the whole message.
     failure = cases["TEST-906"].find("failure")
     assert failure is not None
@@ -337,7 +341,7 @@ def test_suite_for_imports_the_suite_into_an_authors_module(pytester: pytest.Pyt
     )
     out = result.stdout.str()
     assert "adapter declares ContainerImage no" in out
-    assert "harness cannot inject lose_node" in out
+    assert "harness offers no lose_node" in out
     assert "adapter: answered no Support for OutputRetained" in out
     assert "Traceback" not in out
     cases = {(c.get("name") or ""): c for c in ET.parse(junit).getroot().iter("testcase")}

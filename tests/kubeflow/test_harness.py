@@ -1,6 +1,7 @@
-"""The kubeflow-sim harnesses themselves: their identity model and refusals, the executions
-probe, the gate on the clock, the faults as the cluster shows them, the per-check lifetime, and
-kubeflow-remote's answer when no cluster is there."""
+"""The kubeflow-sim harnesses themselves: their identity model, powers and refusals, the
+executions probe, the gate on the clock, the faults as the cluster shows them, the per-check
+lifetime, and kubeflow-remote's answer when no cluster is there, and its listing and inventory
+on a served simulator."""
 
 from __future__ import annotations
 
@@ -16,7 +17,12 @@ from adapters.kubeflow.holds import HoldNumbers
 from adapters.kubeflow.kube import KUEUE as KUEUE_API
 from adapters.kubeflow.kube import TRAINER as TRAINER_API
 from adapters.kubeflow.kube import ApiFailure
-from adapters.kubeflow.testing.lookalikes import JOB_LABEL, SUBMISSION_LABEL, look_alike_forms
+from adapters.kubeflow.testing.lookalikes import (
+    JOB_LABEL,
+    SUBMISSION_LABEL,
+    dispatch_trainjob,
+    look_alike_forms,
+)
 from adapters.kubeflow.testing.remote import KubeflowRemoteHarness
 from adapters.kubeflow.testing.sim import (
     KUBE_IDENTITY,
@@ -27,17 +33,23 @@ from adapters.kubeflow.testing.sim import (
     kubeflow_sim_kueue,
 )
 from conformance.checks import CheckFailed
+from conformance.faults import Faults
 from conformance.harness import (
     STALL_BOUND,
     CannotInject,
     Fault,
     HarnessUnavailable,
+    Listed,
     LookAlike,
     Lookup,
     Probe,
     ReplyLoss,
-    fault_needs,
+    Shown,
+    look_alike_need,
+    reply_loss_need,
 )
+from conformance.powers import RequeuesUnderneath, StallsTeardown, lacking, offers_power
+from conformance.runner import known_needs
 from dispatch_core import (
     HoldBound,
     JobID,
@@ -71,20 +83,30 @@ def test_the_identity_model_and_every_refusal_has_its_reason() -> None:
         assert harness.identity == KUBE_IDENTITY
         assert KUBE_IDENTITY.lookup is Lookup.LABEL and KUBE_IDENTITY.reuses_ids  # names, not uids
         assert not KUBE_IDENTITY.requeue_moves_submit and not KUBE_IDENTITY.history_outlives_live
-        for need in [*fault_needs(), *(p.value for p in Probe)]:
-            why = harness.lacks(need)
-            assert why is None or why.startswith("harness cannot inject "), (need, why)
+        for need in known_needs():
+            why = lacking(harness, need)
             if need in REFUSED:
-                assert why is not None and "(" in why, need
-    assert kubeflow_sim().lacks(Fault.REQUEUE_UNDERNEATH) is not None
-    assert kubeflow_sim_kueue().lacks(Fault.REQUEUE_UNDERNEATH) is None
+                assert why is not None and f"({REFUSED[need]})" in why, need
+            elif need not in (Fault.REQUEUE_UNDERNEATH, Fault.STALL_TEARDOWN):
+                assert why is None, (need, why)
+        # A form of a power it implements is declined; a power it lacks is never offered.
+        for need in (look_alike_need(LookAlike.COMMA_LIST), reply_loss_need(ReplyLoss.GARBLED)):
+            assert offers_power(harness, need) and harness.declines(need) == REFUSED[need]
+        assert not offers_power(harness, Probe.SIGNALS)
+    # One class for both clusters: each implements both powers and declines one of them.
+    for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
+        assert isinstance(harness, RequeuesUnderneath) and isinstance(harness, StallsTeardown)
+    assert lacking(kubeflow_sim(), Fault.REQUEUE_UNDERNEATH) is not None
+    assert lacking(kubeflow_sim(), Fault.STALL_TEARDOWN) is None
+    assert lacking(kubeflow_sim_kueue(), Fault.REQUEUE_UNDERNEATH) is None
+    assert lacking(kubeflow_sim_kueue(), Fault.STALL_TEARDOWN) is not None
     assert look_alike_forms(LookAlike.COMMA_LIST) == 0
 
 
 def test_recreate_makes_the_job_s_copy_under_the_name_with_a_new_uid() -> None:
     for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
         backend, ref = started(harness)
-        harness.faults(backend).recreate(ref)
+        Faults(harness, backend).recreate(ref)
         (copy,) = backend.find(jobs[ref.id])
         assert copy.ref.id == ref.id and copy.ref.uid != ref.uid
         assert (copy.submission, copy.attempt, copy.foreign) == (1, 1, False)
@@ -97,7 +119,7 @@ def test_reuse_id_gives_the_deleted_trainjob_s_name_to_another_user_s() -> None:
     harness = kubeflow_sim()
     backend, ref = started(harness)
     backend.stop(ref)
-    harness.faults(backend).reuse_id(ref)
+    Faults(harness, backend).reuse_id(ref)
     namespace, _, name = ref.id.partition("/")
     taken = harness.cluster_of(backend).sim.store.peek(TRAINJOBS, namespace, name)
     assert taken is not None and taken["metadata"]["uid"] != ref.uid
@@ -110,7 +132,7 @@ def test_a_cut_requeue_stays_cut_until_the_check_asks_what_fired() -> None:
     """The resume and the adapter's retry of it are refused: the TrainJob stays suspended."""
     harness = kubeflow_sim()
     backend, ref = started(harness)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     faults.let_run(ref)
     faults.fail_between_steps("requeue")
     with pytest.raises(OutcomeUnknown):
@@ -127,7 +149,7 @@ def test_a_cut_requeue_stays_cut_until_the_check_asks_what_fired() -> None:
 def test_executions_group_ranks_by_execution_in_index_order_through_requeues() -> None:
     harness = kubeflow_sim()
     backend, ref = started(harness)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     faults.let_run(ref)
     backend.requeue(ref)
     faults.let_run(ref)
@@ -148,7 +170,7 @@ def test_a_rank_restarted_in_place_is_a_new_execution_under_the_same_identity() 
     backend.allow_rank_restart = True
     plan = make_plan(backend, JobSpec(command=("true",), nodes=1))
     ref = backend.start(plan, 1, 1)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     faults.let_run(ref)
     cluster = harness.cluster_of(backend)
     (pod,) = cluster.pods(cluster.require(ref))
@@ -164,7 +186,7 @@ def test_under_kueue_the_gate_admits_when_the_clock_moves_and_readmits_after_an_
     harness = kubeflow_sim_kueue()
     backend, ref = started(harness)
     assert backend.open(ref).state is State.QUEUED  # the gate's next pass is not made yet
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     faults.let_run(ref)
     faults.requeue_underneath(ref)
     faults.let_run(ref)
@@ -180,11 +202,11 @@ def test_under_kueue_the_gate_admits_when_the_clock_moves_and_readmits_after_an_
 def test_finish_ends_the_object_with_its_exit_code_and_lose_node_ends_it() -> None:
     harness = kubeflow_sim()
     backend, ref = started(harness)
-    harness.faults(backend).finish(ref, 3)
+    Faults(harness, backend).finish(ref, 3)
     seen = backend.open(ref)
     assert seen.state is State.FAILED and seen.exit_code == 3
     second = backend.start(make_plan(backend, JobSpec(command=("true",), nodes=2)), 2, 1)
-    harness.faults(backend).lose_node(second)
+    Faults(harness, backend).lose_node(second)
     assert backend.open(second).state.ended
     harness.end("test")
 
@@ -192,7 +214,7 @@ def test_finish_ends_the_object_with_its_exit_code_and_lose_node_ends_it() -> No
 def test_a_stalled_teardown_keeps_the_deleted_jobset_until_the_stall_ends() -> None:
     harness = kubeflow_sim()
     backend, ref = started(harness)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     cluster = harness.by_backend[id(backend)][1]
     faults.finish(ref, 3)
     faults.stall_teardown(ref)
@@ -211,7 +233,7 @@ def test_a_stalled_teardown_keeps_the_deleted_jobset_until_the_stall_ends() -> N
 def test_a_wait_past_the_stall_bound_fails_the_check_and_lifts_the_stall() -> None:
     harness = kubeflow_sim()
     backend, ref = started(harness)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     cluster = harness.by_backend[id(backend)][1]
     faults.finish(ref, 3)
     faults.stall_teardown(ref)
@@ -240,7 +262,7 @@ def test_the_adapters_credentials_are_namespaced() -> None:
 def test_hold_edge_moves_the_clock_to_the_edges_of_the_hold_numbering() -> None:
     harness = kubeflow_sim()
     backend, _ = started(harness)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     assert faults.hold_edges() == 3
     numbers = []
     for variant in range(3):
@@ -253,7 +275,7 @@ def test_hold_edge_moves_the_clock_to_the_edges_of_the_hold_numbering() -> None:
 def test_call_faults_fire_on_the_adapters_next_write_of_the_operation() -> None:
     harness = kubeflow_sim()
     backend, ref = started(harness)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     faults.lose_next_reply("stop")
     assert faults.unfired() == ["lose_next_reply(stop)"]
     backend.open(ref)  # a read fires nothing
@@ -272,7 +294,7 @@ def test_look_alikes_are_trainjobs_named_like_the_jobs(kind: LookAlike) -> None:
     harness.begin("test")
     backend = harness.new_backend()
     job = JobID.new()
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     for variant in range(faults.look_alike_forms(kind)):
         native = faults.inject_look_alike(job, kind, variant)
         namespace, _, name = native.partition("/")
@@ -334,8 +356,10 @@ def test_kubeflow_remote_without_a_cluster_says_what_is_missing(tmp_path: Path) 
     under_ci = KubeflowRemoteHarness({"KUBECONFIG": str(tmp_path / "none"), "CI": "true"})
     with pytest.raises(HarnessUnavailable):
         under_ci.new_backend()
-    assert harness.lacks(Probe.PREFLIGHT) is not None
-    assert harness.lacks(Fault.LET_RUN) is not None
+    assert harness.declines(Probe.PREFLIGHT) is not None
+    assert lacking(harness, Probe.PREFLIGHT) is not None
+    assert lacking(harness, Fault.LET_RUN) is not None
+    assert lacking(harness, Probe.INVENTORY) is None
 
 
 def test_kubeflow_remote_on_a_served_cluster_makes_backends() -> None:
@@ -351,3 +375,33 @@ def test_kubeflow_remote_on_a_served_cluster_makes_backends() -> None:
         assert harness.inventory(backend) == [ref.id]
         assert backend.open(ref).ref == ref
         harness.end("test")
+
+
+def test_kubeflow_remote_lists_the_namespace_s_trainjobs_as_the_simulated_clusters_do() -> None:
+    """The remote harness reads the TrainJobs, JobSets and pods over the API (its own client),
+    and shows each as the simulated cluster's own listing shows it, as it goes from pending to
+    running to ended; another namespace's TrainJobs are not the user's."""
+    harness = kubeflow_sim()
+    harness.begin("test")
+    sim_backend = harness.new_backend()
+    cluster = harness.cluster_of(sim_backend)
+    remote = KubeflowRemoteHarness({"DISPATCH_KUBECONFIG": str(cluster.server.kubeconfig)})
+    backend = remote.new_backend()
+    assert remote.listing(backend) == {}
+    plan = make_plan(backend, JobSpec(command=("true",), nodes=2))
+    ref = backend.start(plan, 1, 1)
+    elsewhere = dispatch_trainjob("dj-elsewhere-1", {JOB_LABEL: str(plan.job)}, {}, suspend=True)
+    cluster.sim.create(TRAINJOBS, elsewhere, "kube-public")
+    faults = Faults(harness, sim_backend)
+    seen: list[Shown] = []
+    for step in (lambda: None, lambda: faults.let_run(ref), lambda: faults.finish(ref, 0)):
+        step()
+        listed = remote.listing(backend)
+        assert listed == cluster.listing(), listed
+        assert set(listed) == {ref.id}
+        seen.append(listed[ref.id].state)
+        assert listed[ref.id] == Listed(listed[ref.id].state, str(plan.job))
+        assert remote.inventory(backend) == ([] if seen[-1] is Shown.ENDED else [ref.id])
+    assert seen == [Shown.PENDING, Shown.RUNNING, Shown.ENDED]
+    remote.end("test")
+    harness.end("test")

@@ -1,10 +1,13 @@
 """The memory adapter's harnesses (``adapters.memory.testing``): the identity model each shape
-declares, what it offers and lacks (with the reasons), the look-alike intents in each shape's
-encoding (Slurm names and comments; Kubernetes labels, annotations and namespaces), the call
-faults, and every registered check on both shapes: nothing fails, nothing errs, and the
-kubeflow shape skips only what Kubernetes cannot have or the adapter declares no."""
+declares, the powers it offers and those its shape declines (with the reasons), the look-alike
+intents in each shape's encoding (Slurm names and comments; Kubernetes labels, annotations and
+namespaces), the call faults, and every registered check on both shapes: nothing fails, nothing
+errs, and the kubeflow shape skips only what Kubernetes cannot have or the adapter declares
+no."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 
@@ -20,8 +23,10 @@ from adapters.memory.testing.harness import (
 )
 from adapters.slurm.testing.lookalikes import NEAR_HOLDS, UNPARSABLE_COMMENTS
 from conformance import CannotInject, Outcome, checks, run_check
+from conformance.faults import Faults
 from conformance.harness import (
     OPERATIONS,
+    Harness,
     IdentityModel,
     LocalHost,
     LookAlike,
@@ -31,15 +36,27 @@ from conformance.harness import (
     look_alike_need,
 )
 from conformance.harnesses import load_harness
+from conformance.powers import (
+    POWER_OF,
+    FailsEveryTry,
+    MovesToHoldEdges,
+    ObservesImages,
+    ObservesSignals,
+    RerunsFailures,
+    RunsCommands,
+    StallsTeardown,
+)
+from conformance.powers import lacking as lacking_of
+from conformance.runner import known_needs
 from dispatch_core import JobID, JobSpec, OutcomeUnknown, State, make_plan, with_job
 
 JOB = JobID("01JZ8Q2N5V0000000000000000")
 
 
-def kube() -> tuple[MemoryBackend, MemoryFaults]:
+def kube() -> tuple[MemoryBackend, Faults]:
     harness = memory_kubeflow()
     backend = harness.new_backend()
-    return backend, harness.faults(backend)
+    return backend, Faults(harness, backend)
 
 
 def test_the_registered_harnesses() -> None:
@@ -79,42 +96,87 @@ def test_the_identity_model_is_what_the_kubeflow_shape_does() -> None:
     assert again.id == ref.id and again.uid != ref.uid  # the name again, never the uid
 
 
-def test_what_each_shape_offers_and_lacks() -> None:
-    known = set(fault_needs()) | {p.value for p in Probe}
+UNIMPLEMENTED: dict[str, type] = {
+    Probe.COMMANDS: RunsCommands,
+    Probe.SIGNALS: ObservesSignals,
+    Probe.IMAGES: ObservesImages,
+    Probe.SELF_RESTARTS: RerunsFailures,
+    "stall_teardown": StallsTeardown,
+    "hold_edge": MovesToHoldEdges,
+    "fail_every_try": FailsEveryTry,
+}
+"""The powers the memory harness does not implement, in either shape."""
+
+
+def lacking(harness: Harness[Any], need: str) -> str | None:
+    return lacking_of(harness, need)
+
+
+def test_the_harness_implements_the_union_of_both_shapes_powers() -> None:
+    """One class for both shapes: every power either shape offers is implemented (both shapes'
+    harnesses are the same type), and none the memory scheduler cannot model."""
     slurm, kubeflow = memory_slurm(), memory_kubeflow()
-    refused = {n: f"harness cannot inject {why}" for n, why in REFUSED.items()}
-    assert {n: slurm.lacks(n) for n in known if slurm.lacks(n)} == refused | {
-        "recreate": f"harness cannot inject {SLURM_NO_RECREATE}"
+    assert type(slurm) is type(kubeflow) and isinstance(slurm, MemoryFaults)
+    unimplemented = {n for n in known_needs() if not isinstance(slurm, POWER_OF[n])}
+    assert unimplemented == set(UNIMPLEMENTED)
+    assert all(not isinstance(slurm, power) for power in UNIMPLEMENTED.values())
+
+
+def test_what_each_shape_offers_and_declines() -> None:
+    known = set(known_needs())
+    assert known == set(fault_needs()) | {p.value for p in Probe}
+    slurm, kubeflow = memory_slurm(), memory_kubeflow()
+
+    def unmet(why: str, need: str) -> str:
+        if need in UNIMPLEMENTED:
+            return (
+                f"harness offers no {need} ({why}): implement "
+                f"conformance.powers.{UNIMPLEMENTED[need].__name__} to offer it"
+            )
+        return f"harness cannot inject {need} ({why})"
+
+    refused = {n: unmet(why, n) for n, why in REFUSED.items()}
+    assert {n: lacking(slurm, n) for n in known if lacking(slurm, n)} == refused | {
+        "recreate": unmet(SLURM_NO_RECREATE, "recreate")
+    }
+    assert {n: slurm.declines(n) for n in known if slurm.declines(n)} == dict(REFUSED) | {
+        "recreate": SLURM_NO_RECREATE
     }
     assert refused == {
-        "commands": "harness cannot inject commands (the memory scheduler runs no command: it "
-        "records each execution's ranks and their environment)",
-        "signals": "harness cannot inject signals (the memory scheduler models no time limit "
-        "and no signal: its adapter declares PreTerminationSignal no)",
-        "images": "harness cannot inject images (the memory scheduler runs no container: its "
-        "adapter declares ContainerImage no)",
-        "self_restarts": "harness cannot inject self_restarts (the memory scheduler never "
-        "reruns a failed object by itself: its adapter declares the restart rule no)",
-        "stall_teardown": "harness cannot inject stall_teardown (the memory scheduler takes an "
-        "ended object's run down at once: no requeue waits for it)",
-        "hold_edge": "harness cannot inject hold_edge (the memory adapter numbers an object's "
-        "holds by their count, not from a clock: no clock reaches an edge of its numbering)",
+        "commands": "harness offers no commands (the memory scheduler runs no command: it "
+        "records each execution's ranks and their environment): implement "
+        "conformance.powers.RunsCommands to offer it",
+        "signals": "harness offers no signals (the memory scheduler models no time limit "
+        "and no signal: its adapter declares PreTerminationSignal no): implement "
+        "conformance.powers.ObservesSignals to offer it",
+        "images": "harness offers no images (the memory scheduler runs no container: its "
+        "adapter declares ContainerImage no): implement conformance.powers.ObservesImages to "
+        "offer it",
+        "self_restarts": "harness offers no self_restarts (the memory scheduler never "
+        "reruns a failed object by itself: its adapter declares the restart rule no): "
+        "implement conformance.powers.RerunsFailures to offer it",
+        "stall_teardown": "harness offers no stall_teardown (the memory scheduler takes an "
+        "ended object's run down at once: no requeue waits for it): implement "
+        "conformance.powers.StallsTeardown to offer it",
+        "hold_edge": "harness offers no hold_edge (the memory adapter numbers an object's "
+        "holds by their count, not from a clock: no clock reaches an edge of its numbering): "
+        "implement conformance.powers.MovesToHoldEdges to offer it",
         "race_next_write:touched": "harness cannot inject race_next_write:touched (the memory "
         "cluster's writes carry no version another writer could move)",
-        "fail_every_try": "harness cannot inject fail_every_try (the memory adapter retries no "
-        "write within a call: fail_before_effect is its every try)",
+        "fail_every_try": "harness offers no fail_every_try (the memory adapter retries no "
+        "write within a call: fail_before_effect is its every try): implement "
+        "conformance.powers.FailsEveryTry to offer it",
         "lose_next_reply:failure": "harness cannot inject lose_next_reply:failure (the memory "
         "adapter runs no command and reads no reply: a lost reply is a timeout)",
         "lose_next_reply:garbled": "harness cannot inject lose_next_reply:garbled (the memory "
         "adapter runs no command and reads no reply: a lost reply is a timeout)",
     }
-    lacking = {n: kubeflow.lacks(n) for n in known if kubeflow.lacks(n)}
-    assert lacking == refused | {
-        n: f"harness cannot inject {why}" for n, why in KUBE_REFUSED.items()
-    }
-    assert lacking[look_alike_need(LookAlike.COMMA_LIST)].startswith(
+    lacks = {n: lacking(kubeflow, n) for n in known if lacking(kubeflow, n)}
+    assert lacks == refused | {n: unmet(why, n) for n, why in KUBE_REFUSED.items()}
+    assert str(lacks[look_alike_need(LookAlike.COMMA_LIST)]).startswith(
         "harness cannot inject look_alike:comma_list (a Kubernetes label value cannot hold a comma"
     )
+    assert kubeflow.declines("recreate") is None
     assert isinstance(slurm.host(slurm.new_backend()), LocalHost)
 
 
@@ -160,7 +222,7 @@ def test_kubeflow_look_alikes_are_labels_annotations_and_namespaces() -> None:
 def test_slurm_shaped_look_alikes_use_the_slurm_encoding() -> None:
     harness = memory_slurm()
     backend = harness.new_backend()
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     assert faults.look_alike_forms(LookAlike.UNPARSABLE_IDENTITY) == len(UNPARSABLE_COMMENTS)
     comma = faults.inject_look_alike(JOB, LookAlike.COMMA_LIST, 1, other=JobID.new())
     assert backend.cluster.jobs[comma].name.endswith("," + JOB.discovery_name())
@@ -174,7 +236,7 @@ def test_slurm_shaped_look_alikes_use_the_slurm_encoding() -> None:
 def test_near_hold_defers_the_queued_object_just_outside_the_hold_encoding() -> None:
     harness = memory_slurm()
     backend = harness.new_backend()
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     assert faults.near_hold_forms() == len(NEAR_HOLDS)
     for variant, (offset, words) in enumerate(NEAR_HOLDS):
         plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JobID.new()))
@@ -194,7 +256,7 @@ def test_near_hold_defers_the_queued_object_just_outside_the_hold_encoding() -> 
 def test_fail_before_effect_changes_nothing(shape: str, operation: str) -> None:
     harness = memory_slurm() if shape == "slurm" else memory_kubeflow()
     backend = harness.new_backend()
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     plan = make_plan(backend, JobSpec(command=("x",)))
     ref = backend.start(plan, 1, 1)
     if operation == "requeue":
@@ -227,8 +289,9 @@ def test_fail_before_effect_changes_nothing(shape: str, operation: str) -> None:
 # -- every registered check -------------------------------------------------------------------
 
 KUBE_SKIPS = (
-    *(f"harness cannot inject {why}" for why in KUBE_REFUSED.values()),
-    *(f"harness cannot inject {why}" for why in REFUSED.values()),
+    *(f"harness cannot inject {need} ({why})" for need, why in KUBE_REFUSED.items()),
+    *(f"harness cannot inject {need} ({why})" for need, why in REFUSED.items()),
+    *(f"harness offers no {need} ({why})" for need, why in REFUSED.items()),
     "harness cannot inject race_next_write(hold, touched)",  # no versions to miss
     "harness cannot inject race_next_write(requeue, touched)",
     "the harness's target has no native id reuse",
@@ -257,7 +320,7 @@ def test_executions_are_the_ref_s_object_s_even_when_the_identity_check_cannot_t
     harness reports each object's own executions, from the cluster's record."""
     harness = memory_slurm()
     backend = harness.new_backend()
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JOB))
     first = backend.start(plan, 1, 1)
     faults.let_run(first)

@@ -100,7 +100,7 @@ def test_each_broken_supervisor_is_caught_by_its_invariant(broken: str, invarian
 
 def test_cancel_writes_only_under_a_live_lease() -> None:
     from adapters.memory import MemoryBackend
-    from adapters.memory.testing.harness import MemoryFaults
+    from adapters.memory.testing.harness import MemoryHarness
     from dispatch_core import JobSpec, ObjectRef, OutcomeUnknown, VirtualClock
     from dispatch_core.record import MemoryRecordStore
     from dispatch_core.supervise import Supervisor
@@ -112,7 +112,7 @@ def test_cancel_writes_only_under_a_live_lease() -> None:
     job = sup.submit(JobSpec(command=("true",)))
     ref = sup.status(job).ref
     assert ref is not None
-    MemoryFaults(backend).let_run(ref)
+    MemoryHarness("slurm").let_run(backend, ref)
     sup.step()
     unleased: list[float] = []
 

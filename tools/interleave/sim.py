@@ -31,9 +31,10 @@ from adapters.memory import MemoryBackend, Shape
 from adapters.memory.cluster import Job
 from adapters.memory.kube import parse_kube_identity
 from adapters.memory.testing.broken import StartNotIdempotent
-from adapters.memory.testing.harness import MemoryFaults
+from adapters.memory.testing.harness import MemoryHarness
 from adapters.slurm.identity import parse_slurm_comment
 from adapters.slurm.testing.sim import SlurmSimHarness, sim_cluster
+from conformance.faults import Faults
 from conformance.harness import CannotInject, LookAlike
 from conformance.suites.core import Crash, Crashing
 from dispatch_core import (
@@ -347,7 +348,7 @@ def make_world(config: Config) -> World:
         backend: Any = harness.new_backend()
         clock = harness.clock(backend)
         assert isinstance(clock, VirtualClock)
-        world = World(config, rng, backend, clock, harness.faults(backend), harness=harness)
+        world = World(config, rng, backend, clock, Faults(harness, backend), harness=harness)
     else:
         shape: Shape = "kubeflow" if config.harness == "memory-kubeflow" else "slurm"
         if config.start_not_idempotent and shape != "slurm":
@@ -357,7 +358,7 @@ def make_world(config: Config) -> World:
         backend = kind(
             shape, clock=clock, rules={RuleKind.REQUEUE: "yes"}, max_job_id=400, min_job_age=60.0
         )
-        world = World(config, rng, backend, clock, MemoryFaults(backend))
+        world = World(config, rng, backend, clock, Faults(MemoryHarness(shape), backend))
     world.began = world.clock.now()
     world.slots = [world.supervisor(i, 1) for i in range(config.supervisors)]
     return world

@@ -16,13 +16,18 @@ When no cluster answers (no kubeconfig, an unreadable one, an API server that do
 preflight --harness kubeflow-remote`` prints for the site's administrator; it is a harness
 error instead (:class:`~conformance.harness.HarnessUnavailable`) under ``CI=true`` or when
 ``DISPATCH_KUBECONFIG`` names the cluster explicitly, since then it was asked for. The harness
-injects no fault (a real cluster's administrator is not the harness's to play) and lists the
-user's TrainJobs that have not ended (:data:`~conformance.harness.Probe.INVENTORY`). Nothing of
-the kubeconfig (a token, a client key) is ever printed: only its path and the server's URL.
+injects no fault (a real cluster's administrator is not the harness's to play). It lists the
+namespace's TrainJobs as the simulated clusters do (its listing, read with its own client:
+:func:`~adapters.kubeflow.testing.sim.trainjob_listing` over the namespace's TrainJobs, JobSets
+and pods), and those that have not ended
+(:class:`~conformance.powers.ShowsInventory`); it runs no preflight in a check
+(:data:`NO_PREFLIGHT`). Nothing of the kubeconfig (a token, a client key) is ever printed:
+only its path and the server's URL.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,8 +37,15 @@ from kubernetes import client
 from kubernetes import config as kube_config
 
 from adapters.kubeflow import KubeflowBackend
-from adapters.kubeflow.testing.sim import KUBE_IDENTITY
-from conformance.harness import CannotInject, Harness, HarnessUnavailable, Probe
+from adapters.kubeflow.kube import JOBSET, TRAINER
+from adapters.kubeflow.testing.sim import (
+    JOBSET_UID,
+    KUBE_IDENTITY,
+    trainjob_finished,
+    trainjob_listing,
+)
+from conformance.harness import CannotInject, Harness, HarnessUnavailable, Listed, Probe
+from conformance.powers import ShowsInventory
 from dispatch_core import Clock, WallClock
 
 ENV_KUBECONFIG: Final = "DISPATCH_KUBECONFIG"
@@ -46,9 +58,10 @@ PROBE_TIMEOUT: Final = 10.0
 JOB_COMMAND: Final = ("sh", "-c", "sleep 86400")
 """A command that runs until a stop ends it (a real cluster decides nothing for the checks)."""
 NO_PREFLIGHT: Final = (
-    "preflight (on a real cluster the probes run real TrainJobs for minutes: run "
-    "dispatch-conformance preflight --harness kubeflow-remote)"
+    "on a real cluster the probes run real TrainJobs for minutes: run "
+    "dispatch-conformance preflight --harness kubeflow-remote"
 )
+"""Why the harness offers no ``preflight`` (:meth:`KubeflowRemoteHarness.declines`)."""
 
 
 def _settings(environ: Mapping[str, str]) -> dict[str, str | None]:
@@ -69,12 +82,11 @@ def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split())[:300] or type(error).__name__
 
 
-class KubeflowRemoteHarness(Harness[KubeflowBackend]):
+class KubeflowRemoteHarness(Harness[KubeflowBackend], ShowsInventory[KubeflowBackend]):
     """The Kubeflow adapter on the cluster a kubeconfig names (see the module for settings)."""
 
     name = "kubeflow-remote"
     identity = KUBE_IDENTITY
-    offers = frozenset({Probe.INVENTORY})
     schedule_within = 120.0
     stateful_examples = 2
     stateful_steps = 5
@@ -87,10 +99,10 @@ class KubeflowRemoteHarness(Harness[KubeflowBackend]):
         self.clients: list[client.ApiClient] = []
         self.backends: dict[int, KubeflowBackend] = {}
 
-    def lacks(self, need: str) -> str | None:
+    def declines(self, need: str) -> str | None:
         if need == Probe.PREFLIGHT:
-            return f"harness cannot inject {NO_PREFLIGHT}"
-        return super().lacks(need)
+            return NO_PREFLIGHT
+        return None
 
     # -- the cluster ------------------------------------------------------------------------------
 
@@ -167,19 +179,36 @@ class KubeflowRemoteHarness(Harness[KubeflowBackend]):
         namespace = str(self.settings["namespace"])
         with client.ApiClient(self.configuration()) as api:
             custom: Any = client.CustomObjectsApi(api)
-            listed = custom.list_namespaced_custom_object(
-                "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs"
-            )
+            listed = custom.list_namespaced_custom_object(*TRAINER, namespace, "trainjobs")
         out = []
         for item in listed.get("items") or []:
-            conditions = (item.get("status") or {}).get("conditions") or []
-            ended = any(
-                c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-                for c in conditions
-            )
-            if not ended and not item["metadata"].get("deletionTimestamp"):
+            if not trainjob_finished(item) and not item["metadata"].get("deletionTimestamp"):
                 out.append(f"{namespace}/{item['metadata']['name']}")
         return out
+
+    def listing(self, backend: KubeflowBackend) -> Mapping[str, Listed]:
+        """The TrainJobs of the namespace, with the JobSets and pods that tell whether one
+        runs, read by this harness's own client (never through the adapter) and shown as the
+        simulated clusters show theirs (:func:`~adapters.kubeflow.testing.sim.trainjob_listing`)."""
+        namespace = str(self.settings["namespace"])
+        with client.ApiClient(self.configuration()) as api:
+            custom: Any = client.CustomObjectsApi(api)
+            core: Any = client.CoreV1Api(api)
+            trainjobs = custom.list_namespaced_custom_object(*TRAINER, namespace, "trainjobs")
+            jobsets = custom.list_namespaced_custom_object(*JOBSET, namespace, "jobsets")
+            # Pods as JSON (the client's models would rename their fields): only a JobSet's pods
+            # can tell a TrainJob runs.
+            pods = json.loads(
+                core.list_namespaced_pod(
+                    namespace, label_selector=JOBSET_UID, _preload_content=False
+                ).data
+            )
+        return trainjob_listing(
+            namespace,
+            trainjobs.get("items") or [],
+            jobsets.get("items") or [],
+            pods.get("items") or [],
+        )
 
     def end(self, check_id: str) -> None:
         clients, self.clients = self.clients, []

@@ -23,10 +23,14 @@ scheduler, an administrator or another user would, through the simulator's fault
 store (never through the adapter); call faults (a lost reply, a refusal before effect, a race)
 are armed on the server for the next matching request the adapter sends.
 
-What Kubernetes cannot have is refused with the reason (:data:`REFUSED`): the API server hands
-out no names (a name is reused only when someone creates it again), there is no accounting
-history, a label value holds no comma, the API server answers a JSON body or nothing (no
-garbled success), and it never acknowledges a write it did not store.
+The harness offers its powers by implementing the protocols of :mod:`conformance.powers`: the
+faults on :class:`SimPowers`, each acting on the cluster of the backend it is given, the probes
+on :class:`KubeflowSimHarness`. What Kubernetes cannot have is declined with the reason
+(:data:`REFUSED`, :meth:`KubeflowSimHarness.declines`): the API server hands out no names (a
+name is reused only when someone creates it again), there is no accounting history, a label
+value holds no comma, the API server answers a JSON body or nothing (no garbled success), and
+it never acknowledges a write it did not store. Its listing (:func:`trainjob_listing`) is the
+one ``kubeflow-remote`` reads a real cluster with.
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ import itertools
 import json
 import urllib.parse
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from abc import abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kubernetes import client
 from kubernetes import config as kube_config
@@ -66,7 +71,6 @@ from conformance.harness import (
     STALL_BOUND,
     CannotInject,
     Fault,
-    FaultInjector,
     Harness,
     IdentityModel,
     Listed,
@@ -78,8 +82,33 @@ from conformance.harness import (
     Shown,
     advance_to_residue,
     look_alike_need,
-    race_need,
     reply_loss_need,
+)
+from conformance.powers import (
+    FailsBeforeEffect,
+    FailsBetweenSteps,
+    FailsEveryTry,
+    KillsForMemory,
+    LosesNodes,
+    LosesReplies,
+    MakesLookAlikes,
+    MovesToHoldEdges,
+    ObservesExecutions,
+    ObservesImages,
+    Preempts,
+    PreflightsFree,
+    Purges,
+    RacesWrites,
+    Recreates,
+    RequeuesUnderneath,
+    RerunsFailures,
+    ReusesIds,
+    RunsJobs,
+    ShowsInventory,
+    StallsTeardown,
+    TellsUnfired,
+    VanishesBeforeReadBack,
+    WritesNearHolds,
 )
 from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
@@ -237,6 +266,7 @@ WRITE_VERBS: Final[Mapping[str, tuple[str, ...]]] = {
 }
 """The HTTP methods of each operation's writes."""
 VERBS: Final = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+M = TypeVar("M", bound=Mapping[str, Any])
 
 
 @dataclass
@@ -330,6 +360,56 @@ class HookedApiClient(client.ApiClient):
         finally:
             if after is not None:
                 after(route(method, url))
+
+
+def trainjob_finished(trainjob: Mapping[str, Any]) -> bool:
+    """Whether the TrainJob has ended: a Complete or Failed condition of it is true."""
+    for condition in (trainjob.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            return True
+    return False
+
+
+def owned_jobsets(trainjob: Mapping[str, Any], jobsets: Iterable[M]) -> list[M]:
+    """Of ``jobsets``, those the TrainJob owns (by uid), a terminating one included."""
+    uid = str(trainjob["metadata"]["uid"])
+    return [
+        js
+        for js in jobsets
+        if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
+    ]
+
+
+def trainjob_listing(
+    namespace: str,
+    trainjobs: Iterable[Mapping[str, Any]],
+    jobsets: Sequence[Mapping[str, Any]],
+    pods: Sequence[Mapping[str, Any]],
+) -> dict[str, Listed]:
+    """The listing (:meth:`~conformance.harness.Harness.listing`) of ``namespace``'s
+    TrainJobs, from its TrainJobs, JobSets and pods as the API server shows them, by
+    ``namespace/name``: ended when a Complete or Failed condition is true; running while a pod
+    of it runs (a terminating one too: its processes have not ended); else pending (ended once
+    its deletion began). Its job is what its ``dispatch/job`` label names (the job's id,
+    exactly). Both the simulated clusters and ``kubeflow-remote`` list with it."""
+    listed: dict[str, Listed] = {}
+    for tj in trainjobs:
+        metadata = tj["metadata"]
+        owned = {str(js["metadata"]["uid"]) for js in owned_jobsets(tj, jobsets)}
+        running = any(
+            (pod["metadata"].get("labels") or {}).get(JOBSET_UID) in owned
+            and (pod.get("status") or {}).get("phase") == "Running"
+            for pod in pods
+        )
+        if trainjob_finished(tj):
+            shown = Shown.ENDED
+        elif running:
+            shown = Shown.RUNNING
+        else:
+            shown = Shown.ENDED if metadata.get("deletionTimestamp") else Shown.PENDING
+        job = (metadata.get("labels") or {}).get("dispatch/job")
+        listed[f"{namespace}/{metadata['name']}"] = Listed(shown, str(job) if job else None)
+    return listed
 
 
 class SimClock:
@@ -551,13 +631,8 @@ class SimCluster:
 
     def jobsets(self, trainjob: JSON) -> list[JSON]:
         """The JobSets the TrainJob owns (by uid), a terminating one included."""
-        metadata = trainjob["metadata"]
-        uid = str(metadata["uid"])
-        return [
-            js
-            for js in self.sim.store.select(JOBSETS, str(metadata["namespace"]))
-            if any(r.get("uid") == uid for r in js["metadata"].get("ownerReferences") or [])
-        ]
+        namespace = str(trainjob["metadata"]["namespace"])
+        return owned_jobsets(trainjob, self.sim.store.select(JOBSETS, namespace))
 
     def pods(self, trainjob: JSON) -> list[JSON]:
         """The live (not terminating) pods of the TrainJob's current JobSet."""
@@ -606,13 +681,7 @@ class SimCluster:
         return max(counts, default=0)
 
     def finished(self, trainjob: JSON) -> bool:
-        for condition in trainjob.get("status", {}).get("conditions") or []:
-            if (
-                condition.get("type") in ("Complete", "Failed")
-                and condition.get("status") == "True"
-            ):
-                return True
-        return False
+        return trainjob_finished(trainjob)
 
     def workload(self, trainjob: JSON) -> JSON | None:
         uid = trainjob["metadata"]["uid"]
@@ -656,29 +725,16 @@ class SimCluster:
         return [[s for _, s in sorted(ranks, key=lambda r: r[0])] for ranks in groups.values()]
 
     def listing(self) -> dict[str, Listed]:
-        """Every TrainJob of the user's namespace, as the API server shows it: ended when a
-        Complete or Failed condition is true; running while a pod of it runs (a terminating
-        one too: its processes have not ended); else pending. Its job is what its
-        ``dispatch/job`` label names (the job's id, exactly)."""
+        """Every TrainJob of the user's namespace, as the API server shows it
+        (:func:`trainjob_listing`)."""
         self.sync()
-        listed: dict[str, Listed] = {}
-        for tj in self.sim.store.select(TRAINJOBS, NAMESPACE):
-            metadata = tj["metadata"]
-            jobsets = {str(js["metadata"]["uid"]) for js in self.jobsets(tj)}
-            running = any(
-                pod["metadata"].get("labels", {}).get(JOBSET_UID) in jobsets
-                and pod.get("status", {}).get("phase") == "Running"
-                for pod in self.sim.store.select(PODS, NAMESPACE)
-            )
-            if self.finished(tj):
-                shown = Shown.ENDED
-            elif running:
-                shown = Shown.RUNNING
-            else:
-                shown = Shown.ENDED if metadata.get("deletionTimestamp") else Shown.PENDING
-            job = (metadata.get("labels") or {}).get("dispatch/job")
-            listed[f"{NAMESPACE}/{metadata['name']}"] = Listed(shown, str(job) if job else None)
-        return listed
+        store = self.sim.store
+        return trainjob_listing(
+            NAMESPACE,
+            store.select(TRAINJOBS, NAMESPACE),
+            store.select(JOBSETS, NAMESPACE),
+            store.select(PODS, NAMESPACE),
+        )
 
     def inventory(self) -> list[str]:
         """Every TrainJob in the user's namespace that has not ended."""
@@ -847,7 +903,9 @@ class SimPowers(
         if wl is None:
             raise Rejected(f"TrainJob {ref.id} has no Workload")
         before = {str(p["metadata"]["uid"]) for p in cluster.pods(trainjob)}
-        cluster.sim.faults.kueue_preempt(str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"]))
+        cluster.sim.faults.kueue_preempt(
+            str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"])
+        )
         if not settle:
             return
 
@@ -867,10 +925,10 @@ class SimPowers(
         if trainjob is None:
             return
         metadata = trainjob["metadata"]
-        cluster.sim.faults.admin_delete(TRAINJOBS, str(metadata["namespace"]), str(metadata["name"]))
-        self._gone(
-            cluster, str(metadata["namespace"]), str(metadata["name"]), str(metadata["uid"])
+        cluster.sim.faults.admin_delete(
+            TRAINJOBS, str(metadata["namespace"]), str(metadata["name"])
         )
+        self._gone(cluster, str(metadata["namespace"]), str(metadata["name"]), str(metadata["uid"]))
 
     def reuse_id(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The ended TrainJob is deleted, and another user makes one under its name (suspended,
@@ -1259,12 +1317,13 @@ class KubeflowSimHarness(
 ):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
     (and then the gate); ``backend_type`` and ``gate_type`` let a broken variant stand in.
-    Both configurations implement the same powers: without Kueue it declines
-    ``requeue_underneath`` (:data:`NO_KUEUE_REQUEUE`), with Kueue ``stall_teardown``
-    (:data:`KUEUE_NO_STALL`).
     ``stateful_examples`` lowers the stateful checks' programs (None: the suite's own number;
     each program costs a few hundred requests of about 1 ms in process, 2.5 ms over HTTP);
-    ``over_http``: the adapter's requests go over loopback HTTP, not in process."""
+    ``over_http``: the adapter's requests go over loopback HTTP, not in process.
+
+    Both configurations implement the same powers (:class:`SimPowers` and the probes here):
+    without Kueue it declines ``requeue_underneath`` (:data:`NO_KUEUE_REQUEUE`), with Kueue
+    ``stall_teardown`` (:data:`KUEUE_NO_STALL`)."""
 
     identity = KUBE_IDENTITY
     schedule_within = 30.0

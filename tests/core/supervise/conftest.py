@@ -13,6 +13,7 @@ import pytest
 from adapters.memory.testing.harness import MemoryHarness
 from adapters.slurm.identity import parse_slurm_comment
 from adapters.slurm.testing.sim import SlurmSimHarness, sim_cluster
+from conformance.faults import Faults
 from dispatch_core import JobID, ObjectRef, State, VirtualClock
 from dispatch_core.record import SqliteRecordStore, TransitionRecord
 from dispatch_core.record.types import Action
@@ -39,7 +40,7 @@ class World:
         self.backend = self.harness.new_backend()
         self.clock = self.harness.clock(self.backend)
         assert isinstance(self.clock, VirtualClock)
-        self.faults = self.harness.faults(self.backend)
+        self.faults = Faults(self.harness, self.backend)
         self.path = path
         self.store = SqliteRecordStore(str(path))
         self.lines: list[str] = []
