@@ -66,7 +66,7 @@ def timed_out(ctx: Context, what: str, action: Callable[[], T]) -> tuple[bool, T
 def fired(ctx: Context, fault: str, what: str) -> None:
     """The call fault ``fault`` (``lose_next_reply(hold)``, ...), armed before ``what``, fired:
     ``what`` returned or raised OutcomeUnknown, so it made the call the fault targets. A fault
-    still armed (as the harness's :meth:`~conformance.harness.FaultInjector.unfired` tells, when
+    still armed (as the harness's :meth:`~conformance.powers.TellsUnfired.unfired` tells, when
     it can) means the adapter never made that call, or the harness injected nothing: the check
     would pass without testing what it says it tests, so it fails."""
     armed = ctx.faults.unfired()
