@@ -46,6 +46,7 @@ from conformance import Outcome, checks, run_check
 from conformance.cli import main
 from conformance.harness import CannotInject, Fault, HarnessUnavailable, LookAlike, look_alike_need
 from conformance.harnesses import load_harness
+from conformance.powers import LosesNodes, lacking
 from dispatch_core import VirtualClock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -451,9 +452,10 @@ def test_under_ci_a_missing_engine_fails_and_says_how_to_start_one(
 
 def test_the_harness_offers_the_loss_of_a_node_and_another_users_job() -> None:
     harness = SlurmContainersHarness()
-    assert harness.lacks(Fault.LOSE_NODE) is None
-    assert harness.lacks(look_alike_need(LookAlike.OTHER_USER)) is None
-    assert harness.lacks(Fault.PREEMPT) is not None  # slurm-local's refusals stand
+    assert isinstance(harness, LosesNodes)
+    assert lacking(harness, Fault.LOSE_NODE) is None
+    assert lacking(harness, look_alike_need(LookAlike.OTHER_USER)) is None
+    assert lacking(harness, Fault.PREEMPT) is not None  # slurm-local's refusals stand
     assert harness.scratch_root == "/shared"
     assert not harness.cluster.started  # asking what it offers starts nothing
 

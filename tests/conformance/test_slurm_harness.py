@@ -1,9 +1,10 @@
-"""The Slurm harnesses (``adapters.slurm.testing``) keep their obligations (conformance.Harness,
-FaultInjector): fresh clusters, reopen on the same cluster, each fault observable through the
-adapter, the look-alike intents in Slurm's encoding, the environment of every rank of every
-execution, the identity model, offers and lacks with their reasons, host paths; slurm-local
-skips with its reason when there is no Slurm, cancels a check's jobs at its end, and works
-against the simulator's PATH shims when they stand in for one.
+"""The Slurm harnesses (``adapters.slurm.testing``) keep their obligations (conformance.Harness
+and the powers of conformance.powers they implement): fresh clusters, reopen on the same
+cluster, each fault observable through the adapter, the look-alike intents in Slurm's encoding,
+the environment of every rank of every execution, the identity model, the powers offered and
+those declined with their reasons, host paths; slurm-local skips with its reason when there is
+no Slurm, cancels a check's jobs at its end, and works against the simulator's PATH shims when
+they stand in for one.
 
 Every registered check runs on slurm-sim and slurm-sim-nocomment; a check that fails there but
 passes on memory-slurm is a harness, adapter or simulator bug (KNOWN lists the open ones).
@@ -25,7 +26,6 @@ import pytest
 from adapters.slurm import LocalTransport, SlurmBackend
 from adapters.slurm.testing.local import (
     OTHER_USER_REFUSED,
-    LocalFaults,
     LocalSlurm,
     SlurmLocalHarness,
     TransportHost,
@@ -37,17 +37,14 @@ from adapters.slurm.testing.lookalikes import (
     sibling,
 )
 from adapters.slurm.testing.sim import (
-    NO_IMAGES,
-    NO_RECREATE,
-    NO_RETRIES,
-    NO_SELF_RESTARTS,
-    NO_STALL,
-    NO_TOUCHED,
-    SimFaults,
+    KEEPS_COMMENTS,
+    SLURM_IMPOSSIBLE_WHY,
     SlurmSimHarness,
+    sim_cluster,
 )
 from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks, run_check
 from conformance.checks import Check, Context
+from conformance.faults import Faults
 from conformance.harness import (
     NEAR_DECIMALS,
     OPERATIONS,
@@ -57,10 +54,13 @@ from conformance.harness import (
     LookAlike,
     Lookup,
     Probe,
-    fault_needs,
+    Race,
     look_alike_need,
+    race_need,
 )
 from conformance.harnesses import load_harness
+from conformance.powers import POWER_OF, LosesNodes, lacking, offers_power
+from conformance.runner import known_needs
 from dispatch_core import (
     Cause,
     JobID,
@@ -91,9 +91,8 @@ class Cluster:
         self.ctx = Context(self.harness, probe_check(), seed=7)
         self.backend = self.ctx.backend
         assert isinstance(self.backend, SlurmBackend)
-        self.faults = self.harness.faults(self.backend)
-        assert isinstance(self.faults, SimFaults)
-        self.cluster = self.faults.cluster
+        self.faults = Faults(self.harness, self.backend)
+        self.cluster = sim_cluster(self.backend)
         self.sim = self.cluster.sim
 
     def start(self, spec: JobSpec | None = None) -> ObjectRef:
@@ -133,7 +132,7 @@ def test_new_backend_gives_independent_clusters_on_a_wall_time_virtual_clock() -
     assert second.find(plan.job) == []
     with pytest.raises(NotFound):
         second.open(ref)  # the same id names nothing there
-    config = harness.faults(first).cluster.sim.config
+    config = sim_cluster(first).sim.config
     assert (config.max_job_id, config.min_job_age, config.job_comment) == (60, 30, True)
     assert (config.nodes, config.cpus_per_node) == (("n1", "n2"), 4)
 
@@ -154,7 +153,7 @@ def test_the_nocomment_harness_tells_the_adapter() -> None:
     harness = SlurmSimHarness(job_comment=False)
     backend = harness.new_backend()
     assert isinstance(backend, SlurmBackend) and backend.job_comment is False
-    assert harness.faults(backend).cluster.sim.config.job_comment is False
+    assert sim_cluster(backend).sim.config.job_comment is False
 
 
 # -- faults, each seen through the adapter -------------------------------------------------------------
@@ -457,27 +456,29 @@ def test_the_slurm_identity_model(name: str) -> None:
     )
 
 
+def unmet(need: str, why: str) -> str:
+    """What :func:`lacking` says of a need whose power the harness does not implement."""
+    return (
+        f"harness offers no {need} ({why}): implement "
+        f"conformance.powers.{POWER_OF[need].__name__} to offer it"
+    )
+
+
 def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> None:
-    known = set(fault_needs()) | {p.value for p in Probe}
     for job_comment in (True, False):
         harness = SlurmSimHarness(job_comment=job_comment)
-        assert harness.offers <= known
-        lacking = {need: harness.lacks(need) for need in sorted(known) if harness.lacks(need)}
-        # slurmctld hands out every job id itself; a failed command ends the job.
-        expected = {
-            "recreate": NO_RECREATE,
-            "self_restarts": NO_SELF_RESTARTS,
-            "images": NO_IMAGES,  # no container image: ContainerImage no
-            "stall_teardown": NO_STALL,  # a finished job is never requeued
-            "race_next_write:touched": NO_TOUCHED,  # no version on a write
-            "fail_every_try": NO_RETRIES,  # the adapter retries no write
-        }
+        said = {need: lacking(harness, need) for need in known_needs()}
+        # slurmctld hands out every job id itself; a failed command ends the job; no container
+        # image; a finished job is never requeued; no version on a write; no retried write.
+        expected = {need: unmet(need, why) for need, why in SLURM_IMPOSSIBLE_WHY.items()}
+        touched = race_need(Race.TOUCHED)  # a form of race_next_write, which it implements
+        assert offers_power(harness, touched)
+        expected[touched] = f"harness cannot inject {touched} ({SLURM_IMPOSSIBLE_WHY[touched]})"
         if job_comment:
-            expected["lose_identity_history"] = (
-                "harness cannot inject lose_identity_history (this cluster's accounting keeps "
-                "comments, AccountingStoreFlags=job_comment; slurm-sim-nocomment has none)"
+            expected[Fault.LOSE_IDENTITY_HISTORY] = (
+                f"harness cannot inject lose_identity_history ({KEEPS_COMMENTS})"
             )
-        assert lacking == expected
+        assert {need: why for need, why in said.items() if why is not None} == expected
 
 
 def test_slurm_local_lacks_what_a_real_cluster_cannot_do_and_nothing_without_one(
@@ -485,13 +486,18 @@ def test_slurm_local_lacks_what_a_real_cluster_cannot_do_and_nothing_without_one
 ) -> None:
     harness = SlurmLocalHarness()
     # Only root may submit another user's job (sbatch --uid).
-    other_user = harness.lacks(look_alike_need(LookAlike.OTHER_USER))
+    other_user = harness.declines(look_alike_need(LookAlike.OTHER_USER))
     assert other_user == (None if os.geteuid() == 0 else OTHER_USER_REFUSED)
-    assert OTHER_USER_REFUSED.startswith("harness cannot inject look_alike:other_user (")
-    assert harness.lacks(Fault.LOSE_NODE) is not None
+    assert OTHER_USER_REFUSED.startswith("slurm-local runs as a user other than root")
+    assert not isinstance(harness, LosesNodes)
+    assert lacking(harness, Fault.LOSE_NODE) == unmet(
+        Fault.LOSE_NODE, "downing a real node would hit every job on it"
+    )
+    near = lacking(harness, look_alike_need(LookAlike.NEAR_IDENTITY)) or ""
+    assert near.startswith("harness cannot inject look_alike:near_identity (")  # a form of one
     monkeypatch.setenv("PATH", str(tmp_path))  # no Slurm: the backend will say why
     for need in (Fault.PURGE, Fault.REUSE_ID, Fault.LOSE_IDENTITY_HISTORY, Probe.HOST_PATHS):
-        assert SlurmLocalHarness().lacks(need) is None
+        assert lacking(SlurmLocalHarness(), need) is None
 
 
 def test_slurm_local_lacks_by_the_cluster_s_configuration() -> None:
@@ -503,20 +509,22 @@ def test_slurm_local_lacks_by_the_cluster_s_configuration() -> None:
         "MaxJobId": "67043328",
         "MinJobAge": "300 sec",
     }
-    assert harness.lacks(Fault.LOSE_IDENTITY_HISTORY) is None  # accounting keeps no comments
-    assert harness.lacks(Fault.PURGE) == (
+    assert lacking(harness, Fault.LOSE_IDENTITY_HISTORY) is None  # accounting keeps no comments
+    assert lacking(harness, Fault.PURGE) == (
         "harness cannot inject purge (MinJobAge is 300 s here: too long to wait for)"
     )
+    assert harness.declines(Fault.REUSE_ID) == "MinJobAge is 300 s here: too long to wait for"
     harness._config["MinJobAge"] = "2 sec"
-    assert harness.lacks(Fault.PURGE) is None
-    assert harness.lacks(Fault.REUSE_ID) == (
+    assert lacking(harness, Fault.PURGE) is None
+    assert lacking(harness, Fault.REUSE_ID) == (
         "harness cannot inject reuse_id (MaxJobId 67043328 - FirstJobId 1: too many ids to "
         "drive the counter around; ci/slurm-up.sh --max-job-id sets a small one)"
     )
     harness._config["MaxJobId"] = "20"
-    assert harness.lacks(Fault.REUSE_ID) is None and harness.lacks(Fault.REUSE_ID_NEXT) is None
+    assert lacking(harness, Fault.REUSE_ID) is None
+    assert lacking(harness, Fault.REUSE_ID_NEXT) is None
     harness._config["AccountingStorageType"] = "accounting_storage/none"
-    assert "no accounting" in (harness.lacks(Fault.LOSE_IDENTITY_HISTORY) or "")
+    assert "no accounting" in (lacking(harness, Fault.LOSE_IDENTITY_HISTORY) or "")
 
 
 def test_hosts() -> None:
@@ -571,7 +579,7 @@ def test_a_lost_reply_and_a_timeout_before_effect_on_slurm_local() -> None:
 
     harness = SlurmLocalHarness(transport=Recording())
     backend = SlurmBackend(LocalSlurm(Recording(), harness.handed_out))
-    faults = LocalFaults(harness, backend)
+    faults = Faults(harness, backend)
     faults.fail_before_effect("start")
     with pytest.raises(subprocess.TimeoutExpired):
         backend.transport.run(["env", "TZ=UTC", "sbatch", "--parsable"])
@@ -616,11 +624,10 @@ def test_executions_give_every_rank_of_every_execution(c: Cluster) -> None:
 def test_scratch_is_the_login_directory_and_goes_with_the_cluster() -> None:
     harness = SlurmSimHarness()
     backend = harness.new_backend()
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     ref = backend.start(make_plan(backend, JobSpec(command=("true",))), 1, 1)
     faults.let_run(ref)
-    assert isinstance(faults, SimFaults)
-    scratch = faults.cluster.scratch
+    scratch = sim_cluster(backend).scratch
     assert (scratch / f"slurm-{ref.id}.out").exists()  # not in the host's home directory
     del backend, faults
     gc.collect()
@@ -661,9 +668,10 @@ KNOWN: dict[tuple[str, str], str] = {}
 def test_every_registered_check_on_the_simulated_clusters(check: Check, harness_name: str) -> None:
     result = run_check(check, load_harness(harness_name), seed=0)
     assert result.outcome is not Outcome.ERROR, result.reason  # the harness's own error
-    if result.outcome is Outcome.SKIPPED and result.reason.startswith("harness cannot inject"):
-        fault = result.reason.removeprefix("harness cannot inject ")
-        assert fault.startswith(CANNOT[harness_name]), f"{check.id}: {result.reason}"
+    for prefix in ("harness cannot inject ", "harness offers no "):
+        if result.outcome is Outcome.SKIPPED and result.reason.startswith(prefix):
+            fault = result.reason.removeprefix(prefix)
+            assert fault.startswith(CANNOT[harness_name]), f"{check.id}: {result.reason}"
     if result.outcome is not Outcome.FAILED:
         return
     if (check.id, harness_name) in KNOWN:
@@ -795,7 +803,7 @@ def test_slurm_local_against_the_simulator_s_path_shims(
     backend = harness.new_backend()
     assert isinstance(backend, SlurmBackend)
     assert (backend.name, backend.job_comment) == ("shimmed", True)
-    faults = harness.faults(backend)
+    faults = Faults(harness, backend)
     plan = make_plan(backend, JobSpec(command=("true",)), None, with_job(JobID.new()))
     ref = backend.start(plan, 1, 1)
     faults.let_run(ref)
@@ -819,22 +827,22 @@ def test_slurm_local_against_the_simulator_s_path_shims(
     third = backend.start(make_plan(backend, JobSpec(command=("true",))), 1, 1)
     for fault, call in (
         ("finish", lambda: faults.finish(third, 1)),  # it runs ``true``, not the job command
-        ("lose_node", lambda: faults.lose_node(ref)),
+        ("lose_node", lambda: faults.lose_node(ref)),  # no such power: LosesNodes
         ("lose_identity_history", faults.lose_identity_history),
         ("other_user", lambda: faults.inject_look_alike(plan.job, LookAlike.OTHER_USER)),
     ):
         with pytest.raises(CannotInject, match=fault):
             call()
     assert harness.executions(backend, ref) == []  # nothing ran the harness's job command
-    # What the harness lacks, from the cluster's configuration, before any backend is made.
-    assert harness.lacks(Fault.LOSE_IDENTITY_HISTORY) == (
+    # What the harness declines, from the cluster's configuration, before any backend is made.
+    assert lacking(harness, Fault.LOSE_IDENTITY_HISTORY) == (
         "harness cannot inject lose_identity_history (this cluster's accounting keeps "
         "comments: run the suite again after ci/slurm-up.sh --no-job-comment)"
     )
-    assert harness.lacks(Fault.PURGE) is None  # MinJobAge 2 s
-    assert "too many ids to drive the counter around" in (harness.lacks(Fault.REUSE_ID) or "")
-    assert harness.lacks(Fault.LOSE_NODE) == (
-        "harness cannot inject lose_node (downing a real node would hit every job on it)"
+    assert lacking(harness, Fault.PURGE) is None  # MinJobAge 2 s
+    assert "too many ids to drive the counter around" in (lacking(harness, Fault.REUSE_ID) or "")
+    assert lacking(harness, Fault.LOSE_NODE) == unmet(
+        Fault.LOSE_NODE, "downing a real node would hit every job on it"
     )
     # The cluster's paths, through the harness's own commands.
     host = harness.host(backend)
@@ -871,11 +879,10 @@ def test_commands_run_but_are_never_waited_on(c: Cluster, tmp_path: Path) -> Non
 def test_a_dropped_cluster_kills_the_commands_still_running() -> None:
     harness = SlurmSimHarness()
     backend = harness.new_backend()
-    faults = harness.faults(backend)
-    assert isinstance(faults, SimFaults)
+    faults = Faults(harness, backend)
     ref = backend.start(make_plan(backend, JobSpec(command=("sleep", "3600"))), 1, 1)
     faults.let_run(ref)
-    process = faults.cluster.execute.running[int(ref.id)].process
+    process = sim_cluster(backend).execute.running[int(ref.id)].process
     del backend, faults
     gc.collect()
     assert process.wait(timeout=5) is not None

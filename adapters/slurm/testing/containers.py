@@ -11,9 +11,9 @@ extra ``containers`` (``pip install 'dispatch-kit[containers]'``: docker and tes
   adapter's own :class:`~adapters.slurm.SshTransport` reaches the head's sshd with a key made
   for the cluster and its host key checked.
 - :class:`SlurmContainersHarness` (``slurm-containers``, ``slurm-containers-ssh``) is
-  ``slurm-local``'s harness on such a cluster, plus the real loss of a node: the node's
-  container is stopped, slurmctld marks it down and ends (or requeues) the job, and the node is
-  started again.
+  ``slurm-local``'s harness on such a cluster, plus the real loss of a node (it implements
+  :class:`~conformance.powers.LosesNodes`): the node's container is stopped, slurmctld marks it
+  down and ends (or requeues) the job, and the node is started again.
 
 Everything the cluster makes carries the label :data:`CLUSTER_LABEL`; :meth:`SlurmCluster.stop`
 removes its containers, network and directories, and is also run when the process exits, and
@@ -41,15 +41,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
 
-from adapters.slurm import SshTransport, Transport
-from adapters.slurm.testing.local import (
-    LOCAL_OFFERS,
-    LOCAL_REFUSED,
-    OTHER_USER_REFUSED,
-    LocalFaults,
-    SlurmLocalHarness,
-)
+from adapters.slurm import SlurmBackend, SshTransport, Transport
+from adapters.slurm.testing.local import LOCAL_REFUSED, SlurmLocalHarness
 from conformance.harness import CannotInject, Fault, HarnessUnavailable, LookAlike, look_alike_need
+from conformance.powers import LosesNodes
 from dispatch_core import Clock, ObjectRef, Rejected, WallClock
 from dispatch_core.clock import pause
 
@@ -848,73 +843,19 @@ class ClusterTransport:
 CONTAINERS_REFUSED: Final[Mapping[str, str]] = {
     need: why for need, why in LOCAL_REFUSED.items() if need != Fault.LOSE_NODE
 }
-"""What the containers harness never offers: slurm-local's list, but the loss of a node, which a
+"""What the containers harness never gives: slurm-local's list, but the loss of a node, which a
 node container can really suffer."""
 
 
-class ContainerFaults(LocalFaults):
-    """``slurm-local``'s faults, and the real loss of a job's node."""
-
-    harness: SlurmContainersHarness
-
-    def _nodes_of(self, ref: ObjectRef) -> list[str]:
-        done = self._run("squeue", "-j", ref.id, "-h", "-o", "%T|%N|%j")
-        for line in done.stdout.splitlines():
-            state, nodes, name = [*line.split("|", 2), "", ""][:3]
-            if name == ref.uid and state == "RUNNING" and nodes:
-                shown = self._run("scontrol", "show", "hostnames", nodes)
-                return shown.stdout.split()
-        return []
-
-    def lose_node(self, ref: ObjectRef) -> None:
-        """Stop the container of the first node the running job holds (SIGKILL: the machine
-        is gone); wait until slurmctld has ended or requeued the job (NODE_FAIL), then start
-        the node again and wait until it is back in the partition. Refused when another job
-        runs on that node: a real node's loss would end it too."""
-        self.let_run(ref)
-        nodes = self._nodes_of(ref)
-        if not nodes:
-            raise Rejected(f"job {ref.id} is not running: it has no node to lose")
-        node = nodes[0]
-        sharing = [
-            other
-            for other in self._run(
-                "squeue", "-h", "-t", "running", "-w", node, "-o", "%i"
-            ).stdout.split()
-            if other != ref.id
-        ]
-        if sharing:
-            raise CannotInject(
-                f"lose_node (job {', '.join(sharing)} also runs on {node}: a real node's loss "
-                "would end it too)"
-            )
-        cluster = self.harness.cluster
-        cluster.lose(node)
-        try:
-            bound = self.harness.node_loss_bound
-            if not self._wait(
-                lambda row: row is None or row.state not in ("RUNNING", "COMPLETING"), ref, bound
-            ):
-                raise CannotInject(
-                    f"lose_node (job {ref.id} still ran {bound:.0f} s after {node} was lost)"
-                )
-        finally:
-            try:
-                cluster.bring_back(node)
-            except ContainerNotReady as error:
-                raise CannotInject(f"lose_node ({_first_line(str(error))})") from None
-
-
-class SlurmContainersHarness(SlurmLocalHarness):
+class SlurmContainersHarness(SlurmLocalHarness, LosesNodes[SlurmBackend]):
     """``slurm-local``'s harness on a :class:`SlurmCluster` in containers, started on first
     need and removed by :meth:`close`; its commands (the adapter's and the harness's) reach the
-    head by ``docker exec``, or by SSH with ``ssh=True``. It offers slurm-local's faults and the
+    head by ``docker exec``, or by SSH with ``ssh=True``. It offers slurm-local's powers and the
     real loss of a node. Without the extra or an engine, every check is skipped with the reason;
     under ``CI=true``, where ``.ci/run`` starts an engine, a missing one fails."""
 
     name = "slurm-containers"
     required_under_ci = True
-    offers = LOCAL_OFFERS | {Fault.LOSE_NODE}
     refused = CONTAINERS_REFUSED
     scratch_root = SHARED_DIR
     node_loss_bound = 90.0
@@ -967,14 +908,62 @@ class SlurmContainersHarness(SlurmLocalHarness):
                 missing=unavailable.missing,
             ) from None
 
-    def lacks(self, need: str) -> str | None:
+    def declines(self, need: str) -> str | None:
         if need == look_alike_need(LookAlike.OTHER_USER):
             return None  # the commands run as root in the head container
-        lacking = super().lacks(need)
-        return None if lacking == OTHER_USER_REFUSED else lacking
+        return super().declines(need)
 
-    def faults(self, backend: Any) -> ContainerFaults:
-        return ContainerFaults(self, backend)
+    # -- the loss of a node ------------------------------------------------------------------------
+
+    def _nodes_of(self, ref: ObjectRef) -> list[str]:
+        done = self._run("squeue", "-j", ref.id, "-h", "-o", "%T|%N|%j")
+        for line in done.stdout.splitlines():
+            state, nodes, name = [*line.split("|", 2), "", ""][:3]
+            if name == ref.uid and state == "RUNNING" and nodes:
+                shown = self._run("scontrol", "show", "hostnames", nodes)
+                return shown.stdout.split()
+        return []
+
+    def lose_node(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        """Stop the container of the first node the running job holds (SIGKILL: the machine
+        is gone); wait until slurmctld has ended or requeued the job (NODE_FAIL), then start
+        the node again and wait until it is back in the partition. Refused when another job
+        runs on that node: a real node's loss would end it too."""
+        self.let_run(backend, ref)
+        nodes = self._nodes_of(ref)
+        if not nodes:
+            raise Rejected(f"job {ref.id} is not running: it has no node to lose")
+        node = nodes[0]
+        sharing = [
+            other
+            for other in self._run(
+                "squeue", "-h", "-t", "running", "-w", node, "-o", "%i"
+            ).stdout.split()
+            if other != ref.id
+        ]
+        if sharing:
+            raise CannotInject(
+                f"lose_node (job {', '.join(sharing)} also runs on {node}: a real node's loss "
+                "would end it too)"
+            )
+        cluster = self.cluster
+        cluster.lose(node)
+        try:
+            bound = self.node_loss_bound
+            if not self._wait(
+                backend,
+                lambda row: row is None or row.state not in ("RUNNING", "COMPLETING"),
+                ref,
+                bound,
+            ):
+                raise CannotInject(
+                    f"lose_node (job {ref.id} still ran {bound:.0f} s after {node} was lost)"
+                )
+        finally:
+            try:
+                cluster.bring_back(node)
+            except ContainerNotReady as error:
+                raise CannotInject(f"lose_node ({_first_line(str(error))})") from None
 
     def close(self) -> None:
         """Release what ``slurm-local`` holds on the cluster, then remove the cluster."""
@@ -1003,7 +992,6 @@ __all__ = [
     "PACKAGES",
     "UP_STATES",
     "ClusterTransport",
-    "ContainerFaults",
     "ContainerNotReady",
     "DockerExecTransport",
     "Knobs",

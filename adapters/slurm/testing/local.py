@@ -8,8 +8,12 @@ which adds the call faults; the harness's own calls (an administrator's) through
 :class:`TransportHost`, with the same commands. Without a cluster, every check is skipped with
 the reason (failed under ``CI=true``).
 
-Faults are what a job's owner or the cluster's administrator can really do: the harness never
-reaches into the adapter under test.
+Its powers (:mod:`conformance.powers`, implemented on the harness class, each given the backend
+a check works on) are what a job's owner or the cluster's administrator can really do: the
+harness never reaches into the adapter under test. What the cluster, as configured, cannot give
+(a MinJobAge too long to wait for a purge, a MaxJobId too far to drive the id counter around,
+accounting that keeps comments) is named by :meth:`SlurmLocalHarness.declines`, from
+``scontrol show config``.
 """
 
 from __future__ import annotations
@@ -51,7 +55,6 @@ from adapters.slurm.testing.transport import CallFaults, command_words, lost_rep
 from conformance.harness import (
     CannotInject,
     Fault,
-    FaultInjector,
     Harness,
     HarnessUnavailable,
     Host,
@@ -62,7 +65,21 @@ from conformance.harness import (
     ReplyLoss,
     look_alike_need,
     race_need,
-    reply_loss_need,
+)
+from conformance.powers import (
+    FailsBeforeEffect,
+    LosesIdentityHistory,
+    LosesReplies,
+    MakesLookAlikes,
+    ObservesExecutions,
+    Purges,
+    RequeuesUnderneath,
+    ReusesIds,
+    ReusesIdsNext,
+    RunsCommands,
+    RunsJobs,
+    ShowsPaths,
+    WritesNearHolds,
 )
 from dispatch_core import Clock, JobID, ObjectRef, Rejected, WallClock
 from dispatch_core.clock import pause
@@ -70,63 +87,42 @@ from dispatch_core.clock import pause
 FOREIGN_SCRIPT: Final = "#!/bin/sh\ntrue\n"
 
 
-LOCAL_OFFERS: Final = frozenset(
-    [
-        Fault.LET_RUN,
-        Fault.FINISH,
-        Fault.REQUEUE_UNDERNEATH,
-        Fault.PURGE,
-        Fault.REUSE_ID,
-        Fault.REUSE_ID_NEXT,
-        Fault.LOSE_IDENTITY_HISTORY,
-        Fault.LOSE_NEXT_REPLY,
-        reply_loss_need(ReplyLoss.FAILURE),
-        reply_loss_need(ReplyLoss.GARBLED),
-        Fault.FAIL_BEFORE_EFFECT,
-        Fault.NEAR_HOLD,
-        *(look_alike_need(kind) for kind in LookAlike if kind is not LookAlike.NEAR_IDENTITY),
-        Probe.EXECUTIONS,
-        Probe.HOST_PATHS,
-        Probe.COMMANDS,
-        Probe.LISTING,
-    ]
-)
-"""What slurm-local may offer; :meth:`SlurmLocalHarness.lacks` asks the cluster's
-configuration for the needs that depend on it (purge and id reuse on MinJobAge and MaxJobId,
-lose_identity_history on the accounting's flags)."""
 OTHER_USER: Final = "nobody"
 """Whose job an other-user look-alike is: root submits it with ``sbatch --uid`` (Slurm 22.05
 lets root submit as another user; the job stays held and never runs)."""
 OTHER_USER_REFUSED: Final = (
-    "harness cannot inject look_alike:other_user (slurm-local runs as a user other than root, "
-    "and only root may submit another user's job, with sbatch --uid)"
+    "slurm-local runs as a user other than root, and only root may submit another user's job, "
+    "with sbatch --uid"
 )
+"""Why slurm-local, run by a user other than root, declines ``look_alike:other_user``."""
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.RECREATE: NO_RECREATE,
     race_need(Race.TOUCHED): NO_TOUCHED,
     Fault.FAIL_EVERY_TRY: NO_RETRIES,
-    Fault.LOSE_NODE: "harness cannot inject lose_node (downing a real node would hit every "
-    "job on it)",
-    Fault.PREEMPT: "harness cannot inject preempt (a real preemption needs a PreemptType and a "
-    "job of a higher priority or QOS taking the running job's node)",
-    Fault.DISABLE_HISTORY: "harness cannot inject disable_history (switching accounting off "
-    "takes a restart of slurmctld with another AccountingStorageType, for every user)",
-    Fault.LAG_HISTORY: "harness cannot inject lag_history (slurmctld decides when a requeued "
-    "job's new record reaches slurmdbd, within seconds: nothing holds it back for a check)",
-    look_alike_need(LookAlike.NEAR_IDENTITY): "harness cannot inject look_alike:near_identity "
-    f"({len(NEAR_COMMENTS)} look-alikes, each a held job of the real cluster, do not fit its id "
-    "space beside the suite's own; the comment parser they try is the code the simulator "
-    "harnesses run: IDENT-004 tries the unparsable comments here)",
-    Probe.SIGNALS: "harness cannot inject signals (a real Slurm's time limits are whole "
-    "minutes, enforced up to a minute late, so a job that is signalled and then killed holds "
-    "a CPU of the shared cluster for over two real minutes; the adapter's preflight probes "
-    "PreTerminationSignal here: dispatch-conformance preflight --harness slurm-local)",
-    Probe.PREFLIGHT: "harness cannot inject preflight (on a real cluster the probes hold real "
-    "jobs for minutes, a 2-minute --signal job among them: run them with "
-    "dispatch-conformance preflight --harness slurm-local)",
+    Probe.SELF_RESTARTS: NO_SELF_RESTARTS,
+    Probe.IMAGES: NO_IMAGES,
+    Fault.LOSE_NODE: "downing a real node would hit every job on it",
+    Fault.PREEMPT: "a real preemption needs a PreemptType and a job of a higher priority or QOS "
+    "taking the running job's node",
+    Fault.DISABLE_HISTORY: "switching accounting off takes a restart of slurmctld with another "
+    "AccountingStorageType, for every user",
+    Fault.LAG_HISTORY: "slurmctld decides when a requeued job's new record reaches slurmdbd, "
+    "within seconds: nothing holds it back for a check",
+    look_alike_need(LookAlike.NEAR_IDENTITY): f"{len(NEAR_COMMENTS)} look-alikes, each a held "
+    "job of the real cluster, do not fit its id space beside the suite's own; the comment parser "
+    "they try is the code the simulator harnesses run: IDENT-004 tries the unparsable comments "
+    "here",
+    Probe.SIGNALS: "a real Slurm's time limits are whole minutes, enforced up to a minute late, "
+    "so a job that is signalled and then killed holds a CPU of the shared cluster for over two "
+    "real minutes; the adapter's preflight probes PreTerminationSignal here: "
+    "dispatch-conformance preflight --harness slurm-local",
+    Probe.PREFLIGHT: "on a real cluster the probes hold real jobs for minutes, a 2-minute "
+    "--signal job among them: run them with dispatch-conformance preflight --harness "
+    "slurm-local",
 }
-"""What slurm-local never offers, and why (it offers no inventory either: nothing needs it
-without the preflight)."""
+"""What slurm-local never gives, and why (:meth:`SlurmLocalHarness.declines`): mostly powers it
+does not implement (it offers no inventory either: nothing needs it without the preflight),
+and ``look_alike:near_identity``, a form of one it does."""
 
 
 class LocalSlurm:
@@ -240,263 +236,22 @@ class SqueueRow:
     """The expected start time (epoch seconds), when squeue gives one."""
 
 
-class LocalFaults(FaultInjector):
-    """The faults a job's owner or the cluster's administrator can really cause on a real
-    cluster: let run (by waiting), finish (the harness's job command exits with the code
-    asked), requeue underneath (``scontrol requeue``), purge (by waiting past MinJobAge), id
-    reuse (driving the id counter around MaxJobId with held filler jobs), lost replies,
-    timeouts before effect and look-alike jobs (another user's only when the harness runs as
-    root). Losing a node cannot be done to one job alone, and identities are lost from history
-    only where the cluster's accounting keeps no comments."""
-
-    def __init__(self, harness: SlurmLocalHarness, backend: SlurmBackend) -> None:
-        self.harness = harness
-        self.backend = backend
-        self.slurm = backend.transport
-        self.clock = backend.clock
-
-    def _run(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return self.harness.command(list(argv), stdin=stdin)
-
-    def _row(self, ref: ObjectRef) -> SqueueRow | None:
-        """The ref's job as squeue shows it (None once it has left squeue, or when the id
-        now belongs to a job of another name)."""
-        done = self._run("squeue", "-j", ref.id, "-h", "-t", "all", "-o", "%T|%r|%S|%j")
-        for line in done.stdout.splitlines():
-            state, reason, start, name = [*line.split("|", 3), "", "", ""][:4]
-            if name == ref.uid:
-                return SqueueRow(state, reason, int(start) if start.isdigit() else None)
-        return None
-
-    def _state(self, ref: ObjectRef) -> str | None:
-        row = self._row(ref)
-        return None if row is None else row.state
-
-    def _wait(
-        self, ready: Callable[[SqueueRow | None], bool], ref: ObjectRef, bound: float
-    ) -> bool:
-        waited = 0.0
-        while True:
-            if ready(self._row(ref)):
-                return True
-            if waited >= bound:
-                return False
-            pause(self.clock, 0.5)
-            waited += 0.5
-
-    # -- the scheduler -----------------------------------------------------------------------------
-
-    def let_run(self, ref: ObjectRef) -> None:
-        """Wait for the real scheduler to start the job (it cannot be made to), and for every
-        task of the harness's job command to have recorded its environment."""
-        bound = self.harness.bound
-
-        def started(row: SqueueRow | None) -> bool:
-            if row is None or row.state not in PENDING_STATES:
-                return True
-            if row.reason in HELD_REASONS or (
-                row.reason == "BeginTime"
-                and row.start is not None
-                and row.start > self.clock.now() + bound
-            ):
-                raise Rejected(
-                    f"job {ref.id} is held ({row.reason}, eligible at {row.start}): "
-                    "the scheduler will not start it"
-                )
-            return False
-
-        if ref.id in self.harness.held_look_alikes:
-            # Injected held so as not to take the cluster's CPUs; letting it run releases it.
-            self._run("scontrol", "release", ref.id)
-            self.harness.held_look_alikes.discard(ref.id)
-        if not self._wait(started, ref, bound):
-            raise CannotInject(f"let_run (job {ref.id} did not start within {bound:.0f} s)")
-        row = self._row(ref)
-        if row is None:
-            raise Rejected(f"job {ref.id} left squeue before it could be seen running")
-        if row.state == "RUNNING" and ref.id not in self.harness.look_alikes:
-            self._await_tasks(ref)
-
-    def _await_tasks(self, ref: ObjectRef) -> None:
-        """Wait (bounded) until every task of the execution now running (the job's restart
-        count names it) has recorded itself; a job running a command of its own records
-        nothing, and is not waited for long."""
-        tasks, restarts = self.harness.job_info(ref)
-        waited = 0.0
-        while waited < self.harness.task_bound:
-            run = self.harness.run_of(ref, restarts)
-            if run is not None and len(run[1]) >= tasks:
-                return
-            if self._state(ref) != "RUNNING":
-                return
-            pause(self.clock, 0.2)
-            waited += 0.2
-
-    def finish(self, ref: ObjectRef, exit_code: int = 0) -> None:
-        self.let_run(ref)
-        run = self.harness.run_of(ref, self.harness.job_info(ref)[1])
-        if run is None or self._state(ref) != "RUNNING":
-            raise CannotInject(f"finish (job {ref.id} does not run the harness's job command)")
-        self.harness.control(
-            "finish",
-            'printf "%s\\n" "$1" > "$2/.exit" && mv "$2/.exit" "$2/exit"',
-            str(exit_code),
-            run[0],
-        )
-        if not self._wait(
-            lambda row: row is None or row.state not in ("RUNNING", "COMPLETING"), ref, 30.0
-        ):
-            raise CannotInject(
-                f"finish (job {ref.id} was still running 30 s after its command was told to exit)"
-            )
-
-    def lose_node(self, ref: ObjectRef) -> None:
-        raise CannotInject("lose_node (downing a real node would hit every job on it)")
-
-    # -- an administrator ------------------------------------------------------------------------
-
-    def near_hold_forms(self) -> int:
-        return len(NEAR_HOLDS)
-
-    def near_hold(self, ref: ObjectRef, variant: int = 0) -> str:
-        """``scontrol update StartTime=uts<epoch>`` of the pending job, as its owner types it."""
-        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
-        at = f"StartTime=uts{ref.submit_epoch + offset}"
-        done = self._run("scontrol", "update", f"JobId={ref.id}", at)
-        if done.returncode != 0:
-            raise CannotInject(f"near_hold (scontrol update {at}: {done.stderr.strip()})")
-        return form
-
-    def requeue_underneath(
-        self, ref: ObjectRef, *, in_flight: bool = False, held: bool = False
-    ) -> None:
-        if held:
-            raise CannotInject("requeue_underneath(held)")
-        self.let_run(ref)
-        for argv in (
-            ("scontrol", "update", f"JobId={ref.id}", "Requeue=1"),
-            ("scontrol", "requeue", ref.id),
-        ):
-            done = self._run(*argv)
-            if done.returncode != 0:
-                raise CannotInject(f"requeue_underneath ({' '.join(argv)}: {done.stderr.strip()})")
-        if not in_flight:
-            self._wait(lambda row: row is None or row.state != "COMPLETING", ref, 60.0)
-
-    def _purge_bound(self) -> float:
-        return self.harness.purge_bound()
-
-    def purge(self, ref: ObjectRef) -> None:
-        self._purged(ref, "purge")
-
-    def _purged(self, ref: ObjectRef, fault: str) -> None:
-        """End the ref's job (if it has not ended) and wait until slurmctld has purged it."""
-        bound = self._purge_bound()
-        self._run("scancel", f"--name={ref.uid}", ref.id)
-        if not self._wait(lambda row: row is None, ref, bound):
-            raise CannotInject(f"{fault} (job {ref.id} stayed in squeue past MinJobAge)")
-
-    def _gone(self, ref: ObjectRef, fault: str) -> None:
-        """Purge the ref's job and drop what it recorded, before its id goes to another."""
-        self._purged(ref, fault)
-        self.harness.forget(ref)
-
-    def _drive_ids(self, stop_at: str, keep: bool) -> str:
-        """Submit held filler jobs (cancelling each) until slurmctld hands out ``stop_at``;
-        that filler is kept (the occupant) when ``keep``. Returns its id."""
-        first, last = self.harness.id_range()
-        for _ in range(2 * (last - first + 1) + 2):
-            native = self.harness.filler()
-            if native != stop_at or not keep:
-                self._run("scancel", native)
-            if native == stop_at:
-                return native
-        raise CannotInject(f"reuse_id (slurmctld never handed out id {stop_at})")
-
-    def reuse_id(self, ref: ObjectRef) -> None:
-        self._gone(ref, "reuse_id")
-        self._drive_ids(ref.id, keep=True)
-
-    def reuse_id_next(self, ref: ObjectRef) -> None:
-        self._gone(ref, "reuse_id_next")
-        first, last = self.harness.id_range()
-        taken = set(self._run("squeue", "-h", "-t", "all", "-o", "%i").stdout.split())
-        # slurmctld skips the ids it still holds (ended jobs until purged included): the
-        # counter must stop on the last free id before the target.
-        before = int(ref.id)
-        for _ in range(last - first + 1):
-            before = before - 1 if before > first else last
-            if str(before) not in taken:
-                break
-        else:
-            raise CannotInject(f"reuse_id_next (every id but {ref.id} is taken)")
-        if self.harness.last_id() != str(before):
-            self._drive_ids(str(before), keep=False)
-
-    def lose_identity_history(self) -> None:
-        why = self.harness.history_kept()
-        if why is not None:
-            raise CannotInject(why.removeprefix("harness cannot inject "))
-        # Nothing to do: this cluster's accounting keeps no comments.
-
-    def _calls(self, fault: str) -> CallFaults:
-        if not isinstance(self.slurm, LocalSlurm):
-            raise CannotInject(f"{fault} (the backend's transport is not the harness's)")
-        return self.slurm.calls
-
-    def lose_next_reply(self, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT) -> None:
-        self._calls(f"lose_next_reply({operation})").arm(operation, form.value)
-
-    def fail_before_effect(self, operation: str) -> None:
-        self._calls(f"fail_before_effect({operation})").arm_before(operation)
-
-    def look_alike_forms(self, kind: LookAlike) -> int:
-        return slurm_look_alike_forms(kind)
-
-    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
-        return describe_slurm_look_alike(kind, variant)
-
-    def inject_look_alike(
-        self,
-        job_id: JobID,
-        kind: LookAlike,
-        variant: int = 0,
-        *,
-        other: JobID | None = None,
-        requeued: bool = False,
-    ) -> str:
-        """A held job of the look-alike's name and comment, submitted as the harness's user
-        (released, run and requeued when ``requeued``); :attr:`LookAlike.OTHER_USER` as
-        :data:`OTHER_USER`, which only root can (see :data:`OTHER_USER_REFUSED`)."""
-        form = slurm_look_alike(job_id, kind, variant, other)
-        argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
-        if form.other_user:
-            if os.geteuid() != 0:
-                raise CannotInject(OTHER_USER_REFUSED.removeprefix("harness cannot inject "))
-            argv.append(f"--uid={OTHER_USER}")
-        if form.comment:
-            argv.append(f"--comment={form.comment}")
-        argv += ["--output=/dev/null", "--time=15", "--hold"]
-        done = self._run(*argv, stdin=LOOK_ALIKE_SCRIPT)
-        native = parse_sbatch_id(done.stdout) if done.returncode == 0 else None
-        if native is None:
-            raise CannotInject(
-                f"{look_alike_need(kind)} (sbatch refused: "
-                f"{done.stderr.strip() or done.stdout.strip()})"
-            )
-        self.harness.handed_out(native)
-        self.harness.held_look_alikes.add(native)
-        self.harness.look_alikes.add(native)
-        if requeued:
-            # The faults find a job by its id and name; the submit time plays no part.
-            since = datetime.fromtimestamp(int(self.clock.now()), UTC)
-            self.requeue_underneath(
-                ObjectRef(backend="look-alike", uid=form.name, id=native, submit=since)
-            )
-        return native
-
-
-class SlurmLocalHarness(Harness[SlurmBackend]):
+class SlurmLocalHarness(
+    Harness[SlurmBackend],
+    RunsJobs[SlurmBackend],
+    RequeuesUnderneath[SlurmBackend],
+    Purges[SlurmBackend],
+    ReusesIds[SlurmBackend],
+    ReusesIdsNext[SlurmBackend],
+    LosesIdentityHistory[SlurmBackend],
+    LosesReplies[SlurmBackend],
+    FailsBeforeEffect[SlurmBackend],
+    WritesNearHolds[SlurmBackend],
+    MakesLookAlikes[SlurmBackend],
+    ObservesExecutions[SlurmBackend],
+    ShowsPaths[SlurmBackend],
+    RunsCommands,
+):
     """The Slurm adapter on a real Slurm reached through this machine's commands (a login
     node whose filesystem the jobs share). Without one (no ``sbatch`` on PATH, or slurmctld
     does not answer), every check is skipped with the reason, except under ``CI=true``, where
@@ -504,14 +259,22 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
 
     The checks' jobs run :data:`JOB_COMMAND_SCRIPT`, which records each task's environment in
     a control directory and runs until ``finish`` writes its exit code; so the harness sees
-    every rank of every execution, as on the simulator."""
+    every rank of every execution, as on the simulator.
+
+    Its powers are the faults a job's owner or the cluster's administrator can really cause on
+    a real cluster: let run (by waiting), finish (the harness's job command exits with the code
+    asked), requeue underneath (``scontrol requeue``), purge (by waiting past MinJobAge), id
+    reuse (driving the id counter around MaxJobId with held filler jobs), lost replies,
+    timeouts before effect and look-alike jobs (another user's only when the harness runs as
+    root). Losing a node cannot be done to one job alone, and identities are lost from history
+    only where the cluster's accounting keeps no comments: :meth:`declines` reads the cluster's
+    configuration for the powers that depend on it."""
 
     name = "slurm-local"
     identity = SLURM_IDENTITY
     impossible = SLURM_IMPOSSIBLE
-    offers = LOCAL_OFFERS
     refused: Mapping[str, str] = LOCAL_REFUSED
-    """What this harness never offers, and why."""
+    """What this harness never gives, and why (:meth:`declines`)."""
     scratch_root = "/tmp"
     """Where the control and scratch directories are made on the cluster's side (a directory
     the submitting host and the nodes share)."""
@@ -554,6 +317,9 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         return self.transport.run(
             ["env", "LC_ALL=C", "TZ=UTC", "SLURM_TIME_FORMAT=%s", *argv], stdin=stdin, timeout=60.0
         )
+
+    def _run(self, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return self.command(list(argv), stdin=stdin)
 
     # -- the cluster's configuration --------------------------------------------------------------
 
@@ -617,22 +383,41 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
     def min_job_age(self) -> int | None:
         return self._number("MinJobAge")
 
-    def id_range(self) -> tuple[int, int]:
-        """The ids slurmctld hands out: FirstJobId to MaxJobId - 1."""
+    def ids_refused(self) -> str | None:
+        """Why the id counter cannot be driven around here (too many ids between FirstJobId
+        and MaxJobId), or None."""
         first, maximum = self._number("FirstJobId"), self._number("MaxJobId")
         if first is None or maximum is None or maximum - first > 1000:
-            raise CannotInject(
-                f"reuse_id (MaxJobId {maximum} - FirstJobId {first}: too many ids to drive "
-                "the counter around; ci/slurm-up.sh --max-job-id sets a small one)"
+            return (
+                f"MaxJobId {maximum} - FirstJobId {first}: too many ids to drive the counter "
+                "around; ci/slurm-up.sh --max-job-id sets a small one"
             )
+        return None
+
+    def id_range(self) -> tuple[int, int]:
+        """The ids slurmctld hands out: FirstJobId to MaxJobId - 1."""
+        why = self.ids_refused()
+        if why is not None:
+            raise CannotInject(f"reuse_id ({why})")
+        first, maximum = self._number("FirstJobId"), self._number("MaxJobId")
+        assert first is not None and maximum is not None
         return first, maximum - 1
+
+    def purge_refused(self) -> str | None:
+        """Why a purge cannot be waited for here (MinJobAge is too long), or None."""
+        age = self.min_job_age
+        if age is None or age > 120:
+            return f"MinJobAge is {age} s here: too long to wait for"
+        return None
 
     def purge_bound(self) -> float:
         """How long a purge may take here (slurmctld purges every max(10, MinJobAge) s the
         jobs that ended MinJobAge s ago), or CannotInject when MinJobAge is too long."""
+        why = self.purge_refused()
+        if why is not None:
+            raise CannotInject(f"purge ({why})")
         age = self.min_job_age
-        if age is None or age > 120:
-            raise CannotInject(f"purge (MinJobAge is {age} s here: too long to wait for)")
+        assert age is not None
         return age + max(10, age) + 10.0
 
     def history_kept(self) -> str | None:
@@ -640,48 +425,36 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
         comments, or has none), or None: it lost them already."""
         kept = keeps_comments(self.slurm_config())
         if kept is None:
-            return (
-                "harness cannot inject lose_identity_history (this cluster has no accounting: "
-                "there is no history to lose identities from)"
-            )
+            return "this cluster has no accounting: there is no history to lose identities from"
         if kept:
             return (
-                "harness cannot inject lose_identity_history (this cluster's accounting keeps "
-                "comments: run the suite again after ci/slurm-up.sh --no-job-comment)"
+                "this cluster's accounting keeps comments: run the suite again after "
+                "ci/slurm-up.sh --no-job-comment"
             )
         return None
 
-    # -- what the harness offers ----------------------------------------------------------------
+    # -- what the harness declines ----------------------------------------------------------------
 
-    def lacks(self, need: str) -> str | None:
-        """From :data:`LOCAL_OFFERS` and, for the needs that depend on the cluster, from its
+    def declines(self, need: str) -> str | None:
+        """From :attr:`refused` and, for the needs that depend on the cluster, from its
         configuration (``scontrol show config``, read once). Without a cluster the answer is
         None: the backend, when the check asks for it, says why there is none."""
         refused = self.refused.get(need)
         if refused is not None:
             return refused
-        if need == Probe.SELF_RESTARTS:
-            return NO_SELF_RESTARTS
-        if need == Probe.IMAGES:
-            return NO_IMAGES
         if need == look_alike_need(LookAlike.OTHER_USER) and os.geteuid() != 0:
             return OTHER_USER_REFUSED
-        lacking = super().lacks(need)
-        if lacking is not None:
-            return lacking
         try:
             if need == Fault.LOSE_IDENTITY_HISTORY:
                 return self.history_kept()
             if need in (Fault.PURGE, Fault.REUSE_ID, Fault.REUSE_ID_NEXT):
-                self.purge_bound()
+                why = self.purge_refused()
+                if why is not None:
+                    return why
             if need in (Fault.REUSE_ID, Fault.REUSE_ID_NEXT):
-                self.id_range()
-        except CannotInject as cannot:
-            if self._reason is not None:
-                return None  # no cluster at all: new_backend says so, or fails under CI
-            return str(cannot)
-        except HarnessUnavailable:
-            return None
+                return self.ids_refused()
+        except (CannotInject, HarnessUnavailable):
+            return None  # no cluster at all: new_backend says so, or fails under CI
         return None
 
     # -- ids handed out, and filler jobs ------------------------------------------------------
@@ -831,29 +604,17 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
     def clock(self, backend: SlurmBackend) -> Clock:
         return backend.clock
 
-    def faults(self, backend: SlurmBackend) -> LocalFaults:
-        return LocalFaults(self, backend)
-
-    def executions(
-        self, backend: SlurmBackend, ref: ObjectRef
-    ) -> Sequence[Sequence[Mapping[str, str]]]:
-        return [tasks for _, tasks in self.runs(ref)]
-
     def listing(self, backend: SlurmBackend) -> Mapping[str, Listed]:
         """The user's jobs in squeue (every state slurmctld still holds), read by the
         harness's own command, never the adapter's."""
         done = self.command(["squeue", "-h", "-t", "all", "--me", "-o", "%i|%T|%j"])
         if done.returncode != 0:
-            raise CannotInject(f"{Probe.LISTING.value} (squeue: {done.stderr.strip()})")
+            raise RuntimeError(f"listing (squeue: {done.stderr.strip()})")
         listed: dict[str, Listed] = {}
         for line in done.stdout.splitlines():
             native, state, name = line.split("|", 2)
             listed[native] = slurm_listed(name, state)
         return listed
-
-    def host(self, backend: SlurmBackend) -> Host:
-        """The cluster's filesystem through the harness's transport."""
-        return TransportHost(self.command, self.scratch_root)
 
     def close(self) -> None:
         """Cancel the jobs of the last check, and remove the control directory."""
@@ -862,6 +623,271 @@ class SlurmLocalHarness(Harness[SlurmBackend]):
             self.command(["rm", "-rf", "--", self._control])
             self._control = None
 
+    # -- what ran, and where -----------------------------------------------------------------------
+
+    def executions(
+        self, backend: SlurmBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
+        return [tasks for _, tasks in self.runs(ref)]
+
+    def host(self, backend: SlurmBackend) -> Host:
+        """The cluster's filesystem through the harness's transport."""
+        return TransportHost(self.command, self.scratch_root)
+
+    # -- a job as squeue shows it ------------------------------------------------------------------
+
+    def _row(self, ref: ObjectRef) -> SqueueRow | None:
+        """The ref's job as squeue shows it (None once it has left squeue, or when the id
+        now belongs to a job of another name)."""
+        done = self._run("squeue", "-j", ref.id, "-h", "-t", "all", "-o", "%T|%r|%S|%j")
+        for line in done.stdout.splitlines():
+            state, reason, start, name = [*line.split("|", 3), "", "", ""][:4]
+            if name == ref.uid:
+                return SqueueRow(state, reason, int(start) if start.isdigit() else None)
+        return None
+
+    def _state(self, ref: ObjectRef) -> str | None:
+        row = self._row(ref)
+        return None if row is None else row.state
+
+    def _wait(
+        self,
+        backend: SlurmBackend,
+        ready: Callable[[SqueueRow | None], bool],
+        ref: ObjectRef,
+        bound: float,
+    ) -> bool:
+        waited = 0.0
+        while True:
+            if ready(self._row(ref)):
+                return True
+            if waited >= bound:
+                return False
+            pause(backend.clock, 0.5)
+            waited += 0.5
+
+    # -- the scheduler -----------------------------------------------------------------------------
+
+    def let_run(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        """Wait for the real scheduler to start the job (it cannot be made to), and for every
+        task of the harness's job command to have recorded its environment."""
+        bound = self.bound
+        clock = backend.clock
+
+        def started(row: SqueueRow | None) -> bool:
+            if row is None or row.state not in PENDING_STATES:
+                return True
+            if row.reason in HELD_REASONS or (
+                row.reason == "BeginTime"
+                and row.start is not None
+                and row.start > clock.now() + bound
+            ):
+                raise Rejected(
+                    f"job {ref.id} is held ({row.reason}, eligible at {row.start}): "
+                    "the scheduler will not start it"
+                )
+            return False
+
+        if ref.id in self.held_look_alikes:
+            # Injected held so as not to take the cluster's CPUs; letting it run releases it.
+            self._run("scontrol", "release", ref.id)
+            self.held_look_alikes.discard(ref.id)
+        if not self._wait(backend, started, ref, bound):
+            raise CannotInject(f"let_run (job {ref.id} did not start within {bound:.0f} s)")
+        row = self._row(ref)
+        if row is None:
+            raise Rejected(f"job {ref.id} left squeue before it could be seen running")
+        if row.state == "RUNNING" and ref.id not in self.look_alikes:
+            self._await_tasks(backend, ref)
+
+    def _await_tasks(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        """Wait (bounded) until every task of the execution now running (the job's restart
+        count names it) has recorded itself; a job running a command of its own records
+        nothing, and is not waited for long."""
+        tasks, restarts = self.job_info(ref)
+        waited = 0.0
+        while waited < self.task_bound:
+            run = self.run_of(ref, restarts)
+            if run is not None and len(run[1]) >= tasks:
+                return
+            if self._state(ref) != "RUNNING":
+                return
+            pause(backend.clock, 0.2)
+            waited += 0.2
+
+    def finish(self, backend: SlurmBackend, ref: ObjectRef, exit_code: int = 0) -> None:
+        self.let_run(backend, ref)
+        run = self.run_of(ref, self.job_info(ref)[1])
+        if run is None or self._state(ref) != "RUNNING":
+            raise CannotInject(f"finish (job {ref.id} does not run the harness's job command)")
+        self.control(
+            "finish",
+            'printf "%s\\n" "$1" > "$2/.exit" && mv "$2/.exit" "$2/exit"',
+            str(exit_code),
+            run[0],
+        )
+        if not self._wait(
+            backend,
+            lambda row: row is None or row.state not in ("RUNNING", "COMPLETING"),
+            ref,
+            30.0,
+        ):
+            raise CannotInject(
+                f"finish (job {ref.id} was still running 30 s after its command was told to exit)"
+            )
+
+    # -- an administrator ------------------------------------------------------------------------
+
+    def near_hold_forms(self) -> int:
+        return len(NEAR_HOLDS)
+
+    def near_hold(self, backend: SlurmBackend, ref: ObjectRef, variant: int = 0) -> str:
+        """``scontrol update StartTime=uts<epoch>`` of the pending job, as its owner types it."""
+        offset, form = NEAR_HOLDS[variant % len(NEAR_HOLDS)]
+        at = f"StartTime=uts{ref.submit_epoch + offset}"
+        done = self._run("scontrol", "update", f"JobId={ref.id}", at)
+        if done.returncode != 0:
+            raise CannotInject(f"near_hold (scontrol update {at}: {done.stderr.strip()})")
+        return form
+
+    def requeue_underneath(
+        self,
+        backend: SlurmBackend,
+        ref: ObjectRef,
+        *,
+        in_flight: bool = False,
+        held: bool = False,
+    ) -> None:
+        if held:
+            raise CannotInject("requeue_underneath(held)")
+        self.let_run(backend, ref)
+        for argv in (
+            ("scontrol", "update", f"JobId={ref.id}", "Requeue=1"),
+            ("scontrol", "requeue", ref.id),
+        ):
+            done = self._run(*argv)
+            if done.returncode != 0:
+                raise CannotInject(f"requeue_underneath ({' '.join(argv)}: {done.stderr.strip()})")
+        if not in_flight:
+            self._wait(backend, lambda row: row is None or row.state != "COMPLETING", ref, 60.0)
+
+    def purge(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        self._purged(backend, ref, "purge")
+
+    def _purged(self, backend: SlurmBackend, ref: ObjectRef, fault: str) -> None:
+        """End the ref's job (if it has not ended) and wait until slurmctld has purged it."""
+        bound = self.purge_bound()
+        self._run("scancel", f"--name={ref.uid}", ref.id)
+        if not self._wait(backend, lambda row: row is None, ref, bound):
+            raise CannotInject(f"{fault} (job {ref.id} stayed in squeue past MinJobAge)")
+
+    def _gone(self, backend: SlurmBackend, ref: ObjectRef, fault: str) -> None:
+        """Purge the ref's job and drop what it recorded, before its id goes to another."""
+        self._purged(backend, ref, fault)
+        self.forget(ref)
+
+    def _drive_ids(self, stop_at: str, keep: bool) -> str:
+        """Submit held filler jobs (cancelling each) until slurmctld hands out ``stop_at``;
+        that filler is kept (the occupant) when ``keep``. Returns its id."""
+        first, last = self.id_range()
+        for _ in range(2 * (last - first + 1) + 2):
+            native = self.filler()
+            if native != stop_at or not keep:
+                self._run("scancel", native)
+            if native == stop_at:
+                return native
+        raise CannotInject(f"reuse_id (slurmctld never handed out id {stop_at})")
+
+    def reuse_id(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        self._gone(backend, ref, "reuse_id")
+        self._drive_ids(ref.id, keep=True)
+
+    def reuse_id_next(self, backend: SlurmBackend, ref: ObjectRef) -> None:
+        self._gone(backend, ref, "reuse_id_next")
+        first, last = self.id_range()
+        taken = set(self._run("squeue", "-h", "-t", "all", "-o", "%i").stdout.split())
+        # slurmctld skips the ids it still holds (ended jobs until purged included): the
+        # counter must stop on the last free id before the target.
+        before = int(ref.id)
+        for _ in range(last - first + 1):
+            before = before - 1 if before > first else last
+            if str(before) not in taken:
+                break
+        else:
+            raise CannotInject(f"reuse_id_next (every id but {ref.id} is taken)")
+        if self.last_id() != str(before):
+            self._drive_ids(str(before), keep=False)
+
+    def lose_identity_history(self, backend: SlurmBackend) -> None:
+        why = self.history_kept()
+        if why is not None:
+            raise CannotInject(f"{Fault.LOSE_IDENTITY_HISTORY} ({why})")
+        # Nothing to do: this cluster's accounting keeps no comments.
+
+    # -- the adapter's calls meet trouble --------------------------------------------------------
+
+    def _calls(self, backend: SlurmBackend, fault: str) -> CallFaults:
+        slurm = backend.transport
+        if not isinstance(slurm, LocalSlurm):
+            raise CannotInject(f"{fault} (the backend's transport is not the harness's)")
+        return slurm.calls
+
+    def lose_next_reply(
+        self, backend: SlurmBackend, operation: str, form: ReplyLoss = ReplyLoss.TIMEOUT
+    ) -> None:
+        self._calls(backend, f"lose_next_reply({operation})").arm(operation, form.value)
+
+    def fail_before_effect(self, backend: SlurmBackend, operation: str) -> None:
+        self._calls(backend, f"fail_before_effect({operation})").arm_before(operation)
+
+    # -- look-alikes -------------------------------------------------------------------------------
+
+    def look_alike_forms(self, kind: LookAlike) -> int:
+        return slurm_look_alike_forms(kind)
+
+    def describe_look_alike(self, kind: LookAlike, variant: int = 0) -> str:
+        return describe_slurm_look_alike(kind, variant)
+
+    def inject_look_alike(
+        self,
+        backend: SlurmBackend,
+        job_id: JobID,
+        kind: LookAlike,
+        variant: int = 0,
+        *,
+        other: JobID | None = None,
+        requeued: bool = False,
+    ) -> str:
+        """A held job of the look-alike's name and comment, submitted as the harness's user
+        (released, run and requeued when ``requeued``); :attr:`LookAlike.OTHER_USER` as
+        :data:`OTHER_USER`, which only root can (see :data:`OTHER_USER_REFUSED`)."""
+        form = slurm_look_alike(job_id, kind, variant, other)
+        argv = ["sbatch", "--parsable", f"--job-name={form.name}"]
+        if form.other_user:
+            if os.geteuid() != 0:
+                raise CannotInject(f"{look_alike_need(kind)} ({OTHER_USER_REFUSED})")
+            argv.append(f"--uid={OTHER_USER}")
+        if form.comment:
+            argv.append(f"--comment={form.comment}")
+        argv += ["--output=/dev/null", "--time=15", "--hold"]
+        done = self._run(*argv, stdin=LOOK_ALIKE_SCRIPT)
+        native = parse_sbatch_id(done.stdout) if done.returncode == 0 else None
+        if native is None:
+            raise CannotInject(
+                f"{look_alike_need(kind)} (sbatch refused: "
+                f"{done.stderr.strip() or done.stdout.strip()})"
+            )
+        self.handed_out(native)
+        self.held_look_alikes.add(native)
+        self.look_alikes.add(native)
+        if requeued:
+            # The faults find a job by its id and name; the submit time plays no part.
+            since = datetime.fromtimestamp(int(backend.clock.now()), UTC)
+            self.requeue_underneath(
+                backend, ObjectRef(backend="look-alike", uid=form.name, id=native, submit=since)
+            )
+        return native
+
 
 def slurm_local() -> SlurmLocalHarness:
     return SlurmLocalHarness()
@@ -869,8 +895,6 @@ def slurm_local() -> SlurmLocalHarness:
 
 __all__ = [
     "JOB_COMMAND_SCRIPT",
-    "LOCAL_OFFERS",
-    "LocalFaults",
     "LocalSlurm",
     "SlurmLocalHarness",
     "TransportHost",
