@@ -376,7 +376,7 @@ def harness_needs(loaded: Loaded, selected: Sequence[Check]) -> dict[str, Any]:
     model = getattr(harness, "identity", None)
     declared = sorted({n for c in selected for n in c.needs.harness_needs()})
     said = {need: lacking(harness, need) for need in declared}
-    lacking: dict[str, list[dict[str, Any]]] = {}
+    unlocks: dict[str, list[dict[str, Any]]] = {}
     for check in selected:
         unmet_identity = (
             check.needs.unmet_identity(model) if isinstance(model, IdentityModel) else None
@@ -385,14 +385,14 @@ def harness_needs(loaded: Loaded, selected: Sequence[Check]) -> dict[str, Any]:
         if unmet_identity or not missing or any(n in impossible for n in missing):
             continue
         for need in missing:
-            lacking.setdefault(need, []).append(
+            unlocks.setdefault(need, []).append(
                 {
                     "id": check.id,
                     "profile": profile_of(check.id).name,
                     "together_with": [n for n in missing if n != need],
                 }
             )
-    ordered = sorted(lacking.items(), key=lambda item: (-len(item[1]), item[0]))
+    ordered = sorted(unlocks.items(), key=lambda item: (-len(item[1]), item[0]))
     return {
         "harness": loaded.label,
         "offers": [n for n in declared if said[n] is None],

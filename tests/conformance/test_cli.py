@@ -1228,3 +1228,23 @@ def test_preflight_failures_are_one_line(
         "dispatch-conformance: error: preflight of toy: "
         "no cluster to probe: no Slurm on this machine (sbatch is not on PATH)"
     )
+
+
+def test_needs_names_each_lacking_need_its_power_and_the_checks_it_unlocks(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``needs``: what the harness offers (found by type), what its target cannot have, and
+    for each need it lacks the power to implement and the checks it would unlock."""
+    code, out, err = cli(capsys, "needs", "--harness", "memory-kubeflow", "--json")
+    assert (code, err) == (0, "")
+    [document] = json.loads(out)
+    assert "let_run" in document["offers"] and "recreate" in document["offers"]
+    assert "reuse_id_next" in document["impossible"]
+    lacks = {entry["need"]: entry for entry in document["lacks"]}
+    assert lacks["signals"]["power"] == "ObservesSignals"
+    assert [one["id"] for one in lacks["signals"]["unlocks"]] == ["CAP-018"]
+    assert lacks["commands"]["power"] == "RunsCommands"
+    assert not set(lacks) & set(document["impossible"])  # a need by nature is no to-do
+    code, out, err = cli(capsys, "needs", "--harness", "memory-kubeflow")
+    assert (code, err) == (0, "")
+    assert "  lacks signals (implement ObservesSignals): 1 check" in out.splitlines()
