@@ -196,7 +196,7 @@ def test_hold_checks_skip_when_the_adapter_declares_no_hold() -> None:
         assert result.reason.startswith(
             (
                 "adapter declares Hold no",
-                "harness cannot inject hold_edge",
+                "harness offers no hold_edge",
                 "harness cannot inject race_next_write:touched",
             )
         ), result.reason
