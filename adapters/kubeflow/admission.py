@@ -54,8 +54,10 @@ from kubernetes import client
 from kubernetes import config as kube_config
 from kubernetes.client.exceptions import ApiException
 
-from dispatch_core import Clock, JobID, WallClock
-from dispatch_core.identity import EpochBound, parse_decimal
+from adapters.kubeflow.names import ANNOTATION_ATTEMPT as ATTEMPT
+from adapters.kubeflow.names import parse_identity
+from dispatch_core import Clock, EncodingError, WallClock
+from dispatch_core.identity import parse_decimal
 
 log = logging.getLogger(__name__)
 
@@ -105,18 +107,27 @@ def admission_of(workload: Mapping[str, Any]) -> str:
 
 
 def is_dispatch(trainjob: Mapping[str, Any]) -> bool:
-    """Whether the TrainJob is dispatch's: its job label is a job id written canonically and
-    its submission label a canonical decimal in [1, EpochBound)."""
-    labels = (trainjob.get("metadata") or {}).get("labels") or {}
-    job, submission = labels.get(JOB_LABEL), labels.get(SUBMISSION_LABEL)
-    if not isinstance(job, str) or not isinstance(submission, str):
+    """Whether the TrainJob is dispatch's, judged as the adapter's own identity check judges
+    it (:func:`~adapters.kubeflow.names.parse_identity`: the job label a job id written
+    canonically, the submission label and the attempt annotation canonical decimals, and the
+    name the one they imply, byte for byte). A look-alike the adapter calls foreign is never
+    written on (DESIGN §9: no write lands on an object whose identity check failed)."""
+    metadata = trainjob.get("metadata") or {}
+    name = metadata.get("name")
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    if not isinstance(name, str) or not isinstance(labels, Mapping):
         return False
+    if not isinstance(annotations, Mapping):
+        return False
+    texts = [labels.get(JOB_LABEL), labels.get(SUBMISSION_LABEL), annotations.get(ATTEMPT)]
+    if not all(isinstance(text, str | None) for text in texts):
+        return False  # a value that is no text is no identity (parse_identity takes texts)
     try:
-        parsed = JobID.parse(job)
-        parse_decimal(submission, "submission", minimum=1, bound=EpochBound)
-    except ValueError:
+        parse_identity(name, labels, annotations)
+    except EncodingError:
         return False
-    return str(parsed) == job
+    return True
 
 
 def dispatch_patch(trainjob: Mapping[str, Any]) -> dict[str, Any] | None:

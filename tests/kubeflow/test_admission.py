@@ -230,21 +230,35 @@ def test_a_conflict_is_read_again_and_judged_again(
     assert check_state(workload(api, name)) == "Ready"
 
 
+OWN, ATTEMPT = own_labels(JOB, 1, 1)
+
+
 @pytest.mark.parametrize(
-    "labels",
+    ("labels", "annotations", "name"),
     [
-        {},
-        {"dispatch/job": str(JOB)},
-        {"dispatch/job": str(JOB).lower(), "dispatch/submission": "1"},
-        {"dispatch/job": str(JOB), "dispatch/submission": "01"},
-        {"dispatch/job": "not-a-ulid", "dispatch/submission": "1"},
+        ({}, {}, "someone-elses"),
+        ({"dispatch/job": str(JOB)}, {}, "someone-elses"),
+        ({"dispatch/job": str(JOB).lower(), "dispatch/submission": "1"}, {}, "someone-elses"),
+        ({"dispatch/job": str(JOB), "dispatch/submission": "01"}, {}, "someone-elses"),
+        ({"dispatch/job": "not-a-ulid", "dispatch/submission": "1"}, {}, "someone-elses"),
+        # The job's labels, but what the adapter's identity check refuses: the gate judges as
+        # the adapter does (names.parse_identity), so it writes on none of them.
+        (OWN, ATTEMPT, "someone-elses"),  # a name the labels do not imply
+        (OWN, ATTEMPT, trainjob_name(JOB, 2)),  # another submission's name
+        (OWN, {}, trainjob_name(JOB, 1)),  # no attempt
+        (OWN, {"dispatch/attempt": "01"}, trainjob_name(JOB, 1)),  # a near attempt
+        (OWN, {"dispatch/attempt": "0"}, trainjob_name(JOB, 1)),
     ],
 )
 def test_a_trainjob_that_is_not_dispatchs_is_never_touched(
-    sim: KubeSim, api: client.ApiClient, gate: ReadmissionGate, labels: dict[str, str]
+    sim: KubeSim,
+    api: client.ApiClient,
+    gate: ReadmissionGate,
+    labels: dict[str, str],
+    annotations: dict[str, str],
+    name: str,
 ) -> None:
-    name = "someone-elses"
-    body = dispatch_trainjob(name, labels, {}, queue=QUEUE)
+    body = dispatch_trainjob(name, labels, annotations, queue=QUEUE)
     if not labels:
         body["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": QUEUE}
     client.CustomObjectsApi(api).create_namespaced_custom_object(*TJ, NS, "trainjobs", body)
