@@ -166,6 +166,13 @@ def test_functions_map_to_the_goal_areas() -> None:
     assert area_of("adapters.kubeflow.backend", "KubeflowBackend._workload_active") == "hold"
     assert area_of("adapters.kubeflow.backend", "KubeflowBackend.trainjob") == "batch-script"
     assert area_of("adapters.kubeflow.backend", "KubeflowBackend.preflight") is None
+    # issue 18's Kubeflow areas
+    assert area_of("adapters.kubeflow.backend", "KubeflowBackend._adopt") == "adoption"
+    assert area_of("adapters.kubeflow.backend", "KubeflowBackend._rank0") == "output"
+    assert area_of("adapters.kubeflow.causes", "failure_cause") == "causes"
+    assert area_of("adapters.kubeflow.runtimes", "Runtimes.get") == "caches"
+    assert area_of("adapters.kubeflow.admission", "is_dispatch") == "gate"
+    assert area_of("adapters.kubeflow.admission", "main") is None
 
 
 def test_every_function_an_area_names_exists_in_a_mutated_module() -> None:
@@ -436,10 +443,10 @@ def test_a_module_that_is_not_mutated_is_a_usage_error(capsys: pytest.CaptureFix
     from tools.mutation.cli import main
 
     with pytest.raises(SystemExit) as exited:
-        main(["--module", "adapters/kubeflow/admission.py", "--report-only"])
+        main(["--module", "adapters/kubeflow/preflight.py", "--report-only"])
     assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert "--module adapters/kubeflow/admission.py is not mutated" in err
+    assert "--module adapters/kubeflow/preflight.py is not mutated" in err
     assert "adapters/kubeflow/backend.py" in err  # what it may name instead
 
 

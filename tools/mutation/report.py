@@ -57,8 +57,23 @@ def status(exit_code: int | None) -> str:
 
 # -- areas ----------------------------------------------------------------------------------
 
-AREAS: Final = ("identity", "find", "hold", "stop", "requeue", "start", "batch-script")
-"""The goal areas of issue 12, in the order the report prints them."""
+AREAS: Final = (
+    "identity",
+    "find",
+    "hold",
+    "stop",
+    "requeue",
+    "start",
+    "batch-script",
+    "adoption",
+    "output",
+    "causes",
+    "caches",
+    "gate",
+)
+"""The goal areas, in the order the report prints them: issue 12's, then the Kubeflow ones of
+issue 18 (item 7): adoption after a lost create, rank 0's output, failure causes, the
+caches an instance keeps, and the readmission gate."""
 
 _WHOLE_MODULE: Final[Mapping[str, str]] = {
     "adapters.slurm.identity": "identity",
@@ -69,6 +84,8 @@ _WHOLE_MODULE: Final[Mapping[str, str]] = {
     # what every rank sees: the DISPATCH_ variables and the execution id they are made from
     "adapters.kubeflow.env": "identity",
     "adapters.kubeflow.holds": "hold",
+    # how a TrainJob's end, its pods' and its Workload's conditions read as a cause
+    "adapters.kubeflow.causes": "causes",
 }
 _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
     "adapters.slurm.backend": {
@@ -134,9 +151,38 @@ _BY_FUNCTION: Final[Mapping[str, Mapping[str, str]]] = {
         "KubeflowBackend.requeue": "requeue",
         "KubeflowBackend._drop_finished_jobset": "requeue",
         "KubeflowBackend.start": "start",
-        "KubeflowBackend._adopt": "start",
+        "KubeflowBackend._adopt": "adoption",
+        "KubeflowBackend._rank0": "output",
+        "KubeflowBackend.read_output": "output",
+        "KubeflowBackend.follow_output": "output",
+        # what an instance keeps between calls: the runtimes it read, whether the gate is on
+        "KubeflowBackend.runtime_of": "caches",
+        "KubeflowBackend.gate_missing": "caches",
+        "KubeflowBackend._read_gate": "caches",
         # the manifest start sends: Kubeflow's counterpart of the batch script
         "KubeflowBackend.trainjob": "batch-script",
+    },
+    "adapters.kubeflow.runtimes": {
+        "Runtimes.get": "caches",
+        "Runtimes.__init__": "caches",
+    },
+    "adapters.kubeflow.admission": {
+        # which Workloads and TrainJobs the gate acts on, and what it writes on them
+        "is_dispatch": "gate",
+        "evictions": "gate",
+        "admission_of": "gate",
+        "current_execution": "gate",
+        "with_execution": "gate",
+        "ReadmissionGate.sync": "gate",
+        "ReadmissionGate._workloads": "gate",
+        "ReadmissionGate._pending": "gate",
+        "ReadmissionGate._owner": "gate",
+        "ReadmissionGate._trainjob": "gate",
+        "ReadmissionGate._reread": "gate",
+        "ReadmissionGate._admit": "gate",
+        "ReadmissionGate._judge": "gate",
+        "ReadmissionGate.readmit": "gate",
+        "ReadmissionGate.mark": "gate",
     },
 }
 
