@@ -731,3 +731,26 @@ def test_cli_with_a_closed_stdout_is_exit_141_without_a_traceback() -> None:
     finally:
         os.close(write)
     assert (done.returncode, done.stderr) == (141, "")
+
+
+def test_a_cancelled_batch_step_may_show_its_shell_s_exit_instead_of_the_signal() -> None:
+    """CI saw this (formats, step 17, stop 40): the batch step FAILED 15:0 (the shell exited
+    143: only its child got SIGTERM) where the simulator says CANCELLED 0:15; only that pair,
+    only the batch step, only the real side FAILED."""
+    step = "sacct -j {A} -n -P -o JobID,State,ExitCode"
+    job = "18|CANCELLED by 0|0:0\n"
+
+    def difference(real: str, sim: str) -> TranscriptDifference:
+        return TranscriptDifference(
+            "formats", "comment", 17, step, "stdout", job + real, job + sim,
+            real_step=f"rc=0\n{job}{real}", sim_step=f"rc=0\n{job}{sim}",
+        )  # fmt: skip
+
+    shell_exit = difference("18.batch|FAILED|15:0\n", "18.batch|CANCELLED|0:15\n")
+    assert "proctrack" in (fid.explain(shell_exit, fid.KNOWN_DIFFERENCES) or "")
+    for unexplained in (
+        difference("18.batch|CANCELLED|0:15\n", "18.batch|FAILED|15:0\n"),  # sides swapped
+        difference("18.batch|FAILED|1:0\n", "18.batch|CANCELLED|0:15\n"),  # another exit
+        difference("18.batch|COMPLETED|0:0\n", "18.batch|CANCELLED|0:15\n"),
+    ):
+        assert fid.explain(unexplained, fid.KNOWN_DIFFERENCES) is None, unexplained

@@ -219,6 +219,18 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         real=r"JobHeldAdmin\|N/A\||fid-HoldBegin\|CANCELLED by 0\|Unknown\|",
     ),
     Known(
+        "*", r"^sacct", "stdout",
+        "a cancelled job's batch step shows CANCELLED 0:15 when SIGTERM reached its shell, and "
+        "FAILED 15:0 when only the shell's child got it: proctrack/linuxproc scans /proc once "
+        "(kill_tree.c 206-207, 279-284) and skips a task still named slurmstepd (forked, not "
+        "yet exec'd, mgr.c 2100 vs 1421), so under load only `sleep` is signalled, the shell "
+        "exits 143, which is not WIFSIGNALED (as_mysql_job.c 1489-1501: FAILED), and sacct "
+        "prints 143 - 128 (print.c 814-823), at slurm-22-05-8-1; the simulator signals the "
+        "shell. Either way the job is CANCELLED and the 15 is in one field",
+        lines=r"\.batch\|(CANCELLED\|0:15|FAILED\|15:0)$",
+        real=r"\.batch\|FAILED\|15:0$", sim=r"\.batch\|CANCELLED\|0:15$", timing=True,
+    ),
+    Known(
         "*", r"^scontrol show job", "stdout",
         "AccrueTime is set by the scheduler when it first evaluates an eligible job and is not "
         "moved by a later StartTime update; the simulator derives it from the begin time",
