@@ -49,6 +49,8 @@ from conformance.powers import (
     ShowsInventory,
     ShowsPaths,
     SuppliesSupervisor,
+    WeakensIdentity,
+    WritesRankOutput,
     lacking,
 )
 from conformance.tiers import Tier
@@ -505,6 +507,24 @@ class GuardedHarness(Harness[Backend]):
             raise missing_power(Probe.SELF_RESTARTS)
         return self.guard("self_restarting_spec()", lambda: inner.self_restarting_spec(spec))
 
+    def weakening_spec(self, spec: JobSpec) -> JobSpec:
+        inner = self.inner
+        if not isinstance(inner, WeakensIdentity):
+            raise missing_power(Probe.RUNTIMES)
+        return self.guard("weakening_spec()", lambda: inner.weakening_spec(spec))
+
+    def keeping_spec(self, spec: JobSpec) -> JobSpec:
+        inner = self.inner
+        if not isinstance(inner, WeakensIdentity):
+            raise missing_power(Probe.RUNTIMES)
+        return self.guard("keeping_spec()", lambda: inner.keeping_spec(spec))
+
+    def rank_writes(self, backend: Backend, ref: ObjectRef, rank: int, text: str) -> None:
+        inner = self.inner
+        if not isinstance(inner, WritesRankOutput):
+            raise missing_power(Probe.RANK_OUTPUT)
+        self.guard("rank_writes()", lambda: inner.rank_writes(backend, ref, rank, text), [ref])
+
     def inventory(self, backend: Backend) -> set[str]:
         inner = self.inner
         if not isinstance(inner, ShowsInventory):
@@ -627,6 +647,21 @@ class Context:
         """``spec`` as the scheduler reruns its object after a failed execution
         (:class:`~conformance.powers.RerunsFailures`)."""
         return self.harness.self_restarting_spec(spec)
+
+    def weakening_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming a runtime that weakens execution identity, which the adapter refuses
+        (:class:`~conformance.powers.WeakensIdentity`)."""
+        return self.harness.weakening_spec(spec)
+
+    def keeping_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming a runtime that keeps execution identity
+        (:class:`~conformance.powers.WeakensIdentity`)."""
+        return self.harness.keeping_spec(spec)
+
+    def rank_writes(self, ref: ObjectRef, rank: int, text: str) -> None:
+        """Rank ``rank`` of the running object's current execution writes the line ``text`` to
+        its output now (:class:`~conformance.powers.WritesRankOutput`)."""
+        self.harness.rank_writes(self.backend, ref, rank, text)
 
     def inventory(self) -> set[str]:
         """The native ids of the user's objects on the target that have not ended

@@ -24,6 +24,7 @@ from conformance.harness import (
 )
 from conformance.powers import (
     DisablesHistory,
+    Evicts,
     FailsBeforeEffect,
     FailsBetweenSteps,
     FailsEveryTry,
@@ -144,6 +145,12 @@ class Faults:
         if not isinstance(h, KillsForMemory):
             raise missing_power(Fault.OOM_KILL)
         self._guard("oom_kill()", lambda: h.oom_kill(self._backend, ref), [ref])
+
+    def evict(self, ref: ObjectRef) -> None:
+        h = self._harness
+        if not isinstance(h, Evicts):
+            raise missing_power(Fault.EVICT)
+        self._guard("evict()", lambda: h.evict(self._backend, ref), [ref])
 
     def preempt(self, ref: ObjectRef) -> None:
         h = self._harness

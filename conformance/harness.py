@@ -118,16 +118,30 @@ class LookAlike(StrEnum):
     attempt), or the shape off in one place (a field repeated, reordered, renamed or left
     trailing, as the encoding allows). A parser that is lenient anywhere takes it for the
     job's; it is foreign, reported and never used (seed 001: "exactly that shape")."""
+    MISNAMED = "misnamed"
+    """The job's exact lookup key and a valid identity (submission 1, attempt 1) under a
+    native id that identity does not imply, where the encoding ties the two (Kubernetes: the
+    TrainJob of submission N is named ``dj-<ulid>-<N>``): another submission's id, the implied
+    id with a suffix or a prefix, its number spelled otherwise, an id of its own. A lenient
+    comparison of the id (a prefix, a number read from it, none at all) takes it for the
+    job's; it is foreign, reported and never used. Where the scheduler hands out the native
+    ids (Slurm), or the identity implies none, no object can be it: ``impossible``."""
 
     @property
     def foreign(self) -> bool:
         """Whether ``find`` must report a look-alike of this kind as foreign (the job's exact
-        key, an identity that does not parse or none) rather than not at all."""
+        key, an identity that does not parse or none, or one under a native id it does not
+        imply) rather than not at all."""
         return self in _FOREIGN_KINDS
 
 
 _FOREIGN_KINDS: Final = frozenset(
-    {LookAlike.UNPARSABLE_IDENTITY, LookAlike.NO_IDENTITY, LookAlike.NEAR_IDENTITY}
+    {
+        LookAlike.UNPARSABLE_IDENTITY,
+        LookAlike.NO_IDENTITY,
+        LookAlike.NEAR_IDENTITY,
+        LookAlike.MISNAMED,
+    }
 )
 
 NEAR_DECIMALS: Final[tuple[tuple[str, str], ...]] = (
@@ -202,6 +216,7 @@ class Fault(StrEnum):
     LOSE_IDENTITY_HISTORY = "lose_identity_history"
     LOSE_NODE = "lose_node"
     OOM_KILL = "oom_kill"
+    EVICT = "evict"
     LOSE_NEXT_REPLY = "lose_next_reply"
     FAIL_BEFORE_EFFECT = "fail_before_effect"
     FAIL_EVERY_TRY = "fail_every_try"
@@ -287,6 +302,12 @@ class Probe(StrEnum):
     """:class:`~conformance.powers.RerunsFailures`: a spec whose object the scheduler itself
     reruns in place after a failed execution, a bounded number of times, before it ends
     failed."""
+    RANK_OUTPUT = "rank_output"
+    """:class:`~conformance.powers.WritesRankOutput`: one rank of a running object's current
+    execution writes a line to its output, now."""
+    RUNTIMES = "runtimes"
+    """:class:`~conformance.powers.WeakensIdentity`: a spec naming a runtime under which a
+    failed rank reruns with the identity it had, and one naming a runtime that keeps it."""
 
 
 class Shown(StrEnum):

@@ -133,6 +133,19 @@ class KillsForMemory(Protocol[B_contra]):
 
 
 @runtime_checkable
+class Evicts(Protocol[B_contra]):
+    """The node under a running object evicts it (needs ``evict``)."""
+
+    def evict(self, backend: B_contra, ref: ObjectRef) -> None:
+        """The node under the running object evicts it for the node's own sake, neither the
+        scheduler nor an administrator asking (Kubernetes: the kubelet's node-pressure
+        eviction of a rank's pod, phase Failed, reason Evicted); returns once the scheduler
+        has acted on it (the object ended, or rerun where its runtime reruns). A scheduler
+        whose nodes evict nothing (Slurm: a node short of memory kills a step for its memory,
+        which is ``oom_kill``) lists it in :attr:`Harness.impossible`."""
+
+
+@runtime_checkable
 class Preempts(Protocol[B_contra]):
     """The scheduler preempts a running object (needs ``preempt``)."""
 
@@ -426,6 +439,36 @@ class RerunsFailures(Protocol):
 
 
 @runtime_checkable
+class WeakensIdentity(Protocol):
+    """Specs that name the runtime their object runs under, one that weakens execution
+    identity and one that keeps it (needs ``runtimes``)."""
+
+    def weakening_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming, as this scheduler's adapter takes it, a runtime under which a
+        failed rank reruns with the identity it had (Kubeflow: a stock runtime, JobSet's
+        ``OnFailure``, Job's ``backoffLimit: 6``), other than the adapter's default where the
+        target has one (so that a spec judged on the default shows): the adapter as the
+        harness makes it is not allowed to weaken identity, so it refuses the spec (DESIGN §11:
+        without ``allow_rank_restart``, ``Unsupported``)."""
+
+    def keeping_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming, as :meth:`weakening_spec` does, a runtime that keeps execution
+        identity (a rank that runs again runs under an identity of its own), which the
+        adapter accepts."""
+
+
+@runtime_checkable
+class WritesRankOutput(Protocol[B_contra]):
+    """One rank of a running object writes to its output (needs ``rank_output``)."""
+
+    def rank_writes(self, backend: B_contra, ref: ObjectRef, rank: int, text: str) -> None:
+        """Rank ``rank`` (0-based, below the object's node count) of the running object's
+        current execution writes the line ``text`` to its output now, where the scheduler
+        keeps that rank's output (Kubernetes: its pod's ``node`` container log; Slurm: the
+        job's output file, which srun fills with every task's)."""
+
+
+@runtime_checkable
 class ShowsPaths(Protocol[B_contra]):
     """Paths on the cluster's filesystem, as its jobs see them (needs ``host_paths``)."""
 
@@ -471,6 +514,7 @@ POWER_OF: Final[Mapping[str, type]] = {
     Fault.RECREATE: Recreates,
     Fault.LOSE_NODE: LosesNodes,
     Fault.OOM_KILL: KillsForMemory,
+    Fault.EVICT: Evicts,
     Fault.PREEMPT: Preempts,
     Fault.STALL_TEARDOWN: StallsTeardown,
     Fault.LAG_HISTORY: LagsHistory,
@@ -495,6 +539,8 @@ POWER_OF: Final[Mapping[str, type]] = {
     Probe.SIGNALS: ObservesSignals,
     Probe.INVENTORY: ShowsInventory,
     Probe.SELF_RESTARTS: RerunsFailures,
+    Probe.RUNTIMES: WeakensIdentity,
+    Probe.RANK_OUTPUT: WritesRankOutput,
     Probe.HOST_PATHS: ShowsPaths,
     Probe.COMMANDS: RunsCommands,
     Probe.PREFLIGHT: PreflightsFree,
@@ -537,6 +583,7 @@ __all__ = [
     "POWERS",
     "POWER_OF",
     "DisablesHistory",
+    "Evicts",
     "FailsBeforeEffect",
     "FailsBetweenSteps",
     "FailsEveryTry",
@@ -569,7 +616,9 @@ __all__ = [
     "SuppliesSupervisor",
     "TellsUnfired",
     "VanishesBeforeReadBack",
+    "WeakensIdentity",
     "WritesNearHolds",
+    "WritesRankOutput",
     "lacking",
     "offers_power",
     "power_of",

@@ -55,6 +55,7 @@ CORE: Final = Profile(
         *(f"CAP-{n:03d}" for n in range(1, 13)),
         *(f"IDENT-{n:03d}" for n in (1, 2, 3, 4, 6, 7, 8, 9, 10, 13, 14, 17, 18, 19, 20)),
         *(f"IDENT-{n:03d}" for n in (23, 24, 25, 54, 57, 60, 62, 63, 65, 66, 67, 68, 69)),
+        "IDENT-071", "IDENT-072", "IDENT-073",
         "SAFE-001", "SAFE-002", "SAFE-003", "SAFE-006", "SAFE-007",
         "OBS-001", "OBS-002", "OBS-003", "OBS-004", "OBS-005",
         "STATE-001", "STATE-003", "STATE-004", "STATE-006",
@@ -94,19 +95,20 @@ PROFILES: Final[tuple[Profile, ...]] = (
     ),
     Profile(
         "extended/causes",
-        "node loss and preemption: the object's end or requeue and its cause",
-        _ids("IDENT-041", "SAFE-005", "CAUSE-001"),
+        "node loss, preemption and eviction: the object's end or requeue and its cause",
+        _ids("IDENT-041", "SAFE-005", "CAUSE-001", "CAUSE-002", "CAUSE-003", "CAUSE-004"),
     ),
     Profile(
         "extended/job-spec",
         "what a declared yes promises of the spec: work dir, procs per node on several nodes, "
-        "output path, container image, a signal before the time limit",
-        _ids("CAP-013", "CAP-014", "CAP-015", "CAP-018", "CAP-022"),
+        "output path, container image, a signal before the time limit; a spec judged on the "
+        "runtime it names",
+        _ids("CAP-013", "CAP-014", "CAP-015", "CAP-018", "CAP-022", "CAP-024"),
     ),
     Profile(
         "extended/output",
-        "reading and following a job's output (OutputReader)",
-        _ids("CAP-020", "CAP-021"),
+        "reading and following a job's output (OutputReader), rank 0's",
+        _ids("CAP-020", "CAP-021", "CAP-023"),
     ),
     Profile(
         "extended/preflight",

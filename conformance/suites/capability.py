@@ -26,6 +26,7 @@ from conformance.tiers import Tier
 from dispatch_core import (
     IMAGE,
     OUTPUT,
+    Backend,
     Capability,
     Cause,
     Conflict,
@@ -57,7 +58,9 @@ from dispatch_core import (
     accept_unenforced,
     accept_unverified,
     capabilities,
+    make_plan,
     needed_capabilities,
+    with_job,
     with_supervisor,
 )
 from dispatch_core.plan import decide_rules
@@ -649,6 +652,85 @@ def identity_weakening_recorded(ctx: Context) -> None:
             )
 
 
+@check(
+    "CAP-024",
+    clause=(
+        f"{IDENTITY_CLAUSE}; DESIGN §11: a spec naming a runtime whose failed ranks rerun "
+        "under the identity they had is refused with Unsupported"
+    ),
+    needs=Needs(probes=(Probe.RUNTIMES,)),
+)
+def judged_on_its_runtime(ctx: Context) -> None:
+    """A spec is judged on the runtime it names: a weakening one refused, a keeping one accepted."""
+    weakening = ctx.weakening_spec(ctx.spec())
+    keeping = ctx.keeping_spec(ctx.spec())
+    # Each order on an instance of its own, which has read no runtime yet: what it judged of
+    # the first spec must not decide the second.
+    for first, then in ((keeping, weakening), (weakening, keeping)):
+        backend = ctx.reopen()
+        for spec in (first, then):
+            what = f"{describe(spec)} (the {'first' if spec is first else 'second'} judged)"
+            if spec is keeping:
+                expect_kept(ctx, backend, spec, what)
+            else:
+                expect_refused(ctx, backend, spec, what)
+
+
+def injection_answer(ctx: Context, backend: Backend, spec: JobSpec, what: str) -> Support:
+    answer = call(ctx, f"capabilities() of {what}", lambda: backend.capabilities(spec))
+    support = answer.get(Capability.ATTEMPT_INJECTION, Support())
+    ctx.expect(
+        isinstance(support, Support),
+        f"answered AttemptInjection for {what} with {type(support).__name__}, not a Support",
+    )
+    return support
+
+
+def expect_kept(ctx: Context, backend: Backend, spec: JobSpec, what: str) -> None:
+    """The spec naming a runtime that keeps identity is accepted, no weakening recorded."""
+    support = injection_answer(ctx, backend, spec, what)
+    ctx.expect(
+        support.value is Tristate.YES,
+        f"answered AttemptInjection {support.value} ({support.reason}) for {what}, whose "
+        "runtime keeps execution identity: the spec is judged on the runtime it names",
+    )
+    try:
+        plan = make_plan(backend, spec, None, with_job(ctx.job_id()))
+    except Unsupported as refused:
+        ctx.fail(
+            f"make_plan refused {what}, whose runtime keeps execution identity, with "
+            f"Unsupported ({refused}): the spec is judged on the runtime it names"
+        )
+        return
+    if isinstance(backend, IdentityWeakener):
+        ctx.expect(
+            not plan.identity_weakened,
+            f"the plan of {what}, whose runtime keeps execution identity, records "
+            f"identity_weakened {plan.identity_weakened!r}",
+        )
+
+
+def expect_refused(ctx: Context, backend: Backend, spec: JobSpec, what: str) -> None:
+    """The spec naming a runtime that weakens identity is refused: AttemptInjection no, with
+    its reason, and make_plan raises Unsupported."""
+    support = injection_answer(ctx, backend, spec, what)
+    ctx.expect(
+        support.value is Tristate.NO and bool(support.reason),
+        f"answered AttemptInjection {support.value} ({support.reason or 'no reason'}) for "
+        f"{what}, whose runtime reruns a failed rank under the identity it had: the spec is "
+        "judged on the runtime it names, and refused (no, with why)",
+    )
+    try:
+        plan = make_plan(backend, spec, None, with_job(ctx.job_id()))
+    except Unsupported:
+        return
+    ctx.fail(
+        f"make_plan accepted {what}, whose runtime reruns a failed rank under the identity it "
+        f"had (identity_weakened {plan.identity_weakened!r}), though the adapter may not "
+        "weaken identity: it must refuse it with Unsupported"
+    )
+
+
 # -- a declared yes verified by behaviour ----------------------------------------------------------
 
 
@@ -1097,6 +1179,81 @@ def output_follow_honoured(ctx: Context) -> None:
         seen.state.ended,
         f"follow_output({ref.id}) returned while open shows the job {seen.state}: it follows "
         "until the execution ends",
+    )
+
+
+OUTPUT_RANKS: Final = 3
+"""The nodes of CAP-023's job: its rank 0 is neither the first rank to write nor the last
+rank, so reading the first writer's output or the last rank's shows another line."""
+
+
+def rank_lines(ranks: Mapping[int, bytes], text: bytes) -> str:
+    """Which ranks' lines ``text`` holds, in words."""
+    seen = [rank for rank, line in sorted(ranks.items()) if line in text]
+    return f"the line(s) of rank(s) {', '.join(map(str, seen))}" if seen else "no rank's line"
+
+
+@check(
+    "CAP-023",
+    clause=(
+        f"{BEHAVIOUR_CLAUSE}: OutputRead, OutputFollow; docs/decisions.md, Output: a job's "
+        "output is its rank 0's"
+    ),
+    needs=Needs(
+        capabilities=(Capability.OUTPUT_READ, Capability.OUTPUT_FOLLOW),
+        interfaces=(OutputReader,),
+        faults=(Fault.LET_RUN, Fault.FINISH),
+        probes=(Probe.RANK_OUTPUT,),
+    ),
+)
+def output_of_rank_zero(ctx: Context) -> None:
+    """read_output and follow_output show what rank 0 of the current execution printed."""
+    backend = ctx.backend
+    assert isinstance(backend, OutputReader)  # the check's interface need
+    ref = ctx.start(ctx.plan(ctx.spec(nodes=OUTPUT_RANKS)))
+    ctx.faults.let_run(ref)
+    mark = f"dispatch-conformance-{ctx.job_id()}"
+    # The ranks write last to first: rank 0's line is the last written, by the first rank.
+    ranks = {r: f"{mark} rank {r} of {OUTPUT_RANKS}".encode() for r in range(OUTPUT_RANKS)}
+    for rank in sorted(ranks, reverse=True):
+        ctx.rank_writes(ref, rank, ranks[rank].decode())
+    job = f"a job of {OUTPUT_RANKS} nodes, each rank of which wrote a line of its own"
+
+    def read() -> bytes | None:
+        try:
+            return backend.read_output(ref, 0)
+        except NotFound:
+            return None  # nothing to read yet (Kubernetes: rank 0's pod not made yet)
+
+    def shown() -> bytes | None:
+        text = read()
+        return text if text is not None and ranks[0] in text else None
+
+    try:
+        ctx.wait_until(shown, f"read_output({ref.id}) showing rank 0's line", 120.0)
+    except CheckFailed:
+        text = call(ctx, f"read_output({ref.id})", read) or b""
+        raise CheckFailed(
+            f"read_output({ref.id}) of {job} never showed rank 0's line "
+            f"({ranks[0].decode()!r}); it read {rank_lines(ranks, text)}: {text[:200]!r}"
+        ) from None
+    ctx.faults.finish(ref, 0)
+    began = ctx.clock.now()
+    followed = b""
+    try:
+        for chunk in backend.follow_output(ref):
+            followed += chunk
+            if ctx.clock.now() - began > FOLLOW_BOUND:
+                ctx.fail(
+                    f"follow_output({ref.id}) went on {FOLLOW_BOUND:.0f} s after it was called "
+                    "on a job that had ended: it must return once the execution ends"
+                )
+    except DispatchError as error:
+        ctx.fail(f"follow_output({ref.id}) raised {type(error).__name__} ({error})")
+    ctx.expect(
+        ranks[0] in followed,
+        f"follow_output({ref.id}) of {job}, once it ended, returned {rank_lines(ranks, followed)} "
+        f"without rank 0's ({ranks[0].decode()!r}): {followed[:200]!r}",
     )
 
 

@@ -1,18 +1,26 @@
-"""Causes (``CAUSE-``): an ended object's failure is told with its cause, never collapsed into
-a bare exit code (DESIGN §4, Observations)."""
+"""Causes (``CAUSE-``): an object's failure, or its return to the queue, is told with its cause,
+never collapsed into a bare exit code and never one cause for another: a preemption, a node's
+eviction and an administrator's requeue each read as what they are (DESIGN §4, Observations)."""
 
 from __future__ import annotations
 
 from typing import Final
 
-from conformance.checks import Context, Needs, check
+from conformance.checks import CheckFailed, Context, Needs, check
 from conformance.harness import Fault
-from conformance.steps import long_spec, look, run
-from dispatch_core import Cause, State
+from conformance.steps import long_spec, look, run, runs_again
+from dispatch_core import Cause, ObjectRef, Observation, State
+from dispatch_core.clock import pause
 
 CAUSES_CLAUSE: Final = (
     "DESIGN §4, Observations: a failure is never collapsed into a bare failed without its cause"
 )
+TOLD_WITHIN: Final = 300
+"""Seconds of the clock a check waits, one look a second, for open to tell what happened to an
+object a fault hit (a requeue passes through a stop: Kubernetes suspends, then deletes pods)."""
+WATCHED: Final = 30
+"""Seconds of the clock a check watches an object a fault put back in the queue, one look a
+second, before it lets it run again."""
 
 
 @check("CAUSE-001", clause=CAUSES_CLAUSE, needs=Needs(faults=(Fault.LET_RUN, Fault.OOM_KILL)))
@@ -33,4 +41,111 @@ def killed_for_memory(ctx: Context) -> None:
     )
 
 
-__all__ = ["killed_for_memory"]
+def told(ctx: Context, ref: ObjectRef, after: str) -> Observation:
+    """Look once a second until open tells what ``after`` did to the object: it ended, or it
+    left running with a cause (a stop on the way may show it queued with none)."""
+    seen = look(ctx, ref, after)
+    for _ in range(TOLD_WITHIN):
+        if seen.state.ended or (seen.state is not State.RUNNING and seen.cause is not Cause.NONE):
+            return seen
+        pause(ctx.clock, 1.0)
+        seen = look(ctx, ref, after)
+    raise CheckFailed(
+        f"open showed {ref.id} {seen.state.value} with cause {seen.cause.value} for "
+        f"{TOLD_WITHIN} s {after}: it never told what happened to it"
+    )
+
+
+def watch(ctx: Context, ref: ObjectRef, when: str) -> list[Observation]:
+    """One look a second for :data:`WATCHED` seconds of the clock, until the object ends or
+    runs again (after a look that showed it not running)."""
+    seen: list[Observation] = []
+    left = False
+    for _ in range(WATCHED):
+        pause(ctx.clock, 1.0)
+        now = look(ctx, ref, when)
+        seen.append(now)
+        left = left or now.state is not State.RUNNING
+        if now.state.ended or (left and now.state is State.RUNNING):
+            break
+    return seen
+
+
+@check("CAUSE-002", clause=CAUSES_CLAUSE, needs=Needs(faults=(Fault.LET_RUN, Fault.PREEMPT)))
+def preempted_shows_preempted(ctx: Context) -> None:
+    """A preempted object shows cause preempted before it runs again, never another cause.
+
+    Requeued, it shows queued (or held) with cause preempted until it runs again; ended, it
+    failed preempted, or evidence_lost where the scheduler deleted what told it (Kubernetes
+    deletes a preempted pod). A stop on the way may show it with no cause."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    ctx.faults.preempt(ref)
+    when = "after the scheduler preempted it"
+    seen = told(ctx, ref, when)
+    if seen.state.ended:
+        ctx.expect(
+            seen.state is State.FAILED and seen.cause in (Cause.PREEMPTED, Cause.EVIDENCE_LOST),
+            f"open showed {ref.id} {seen.state.value} with cause {seen.cause.value} {when}: "
+            "not failed, preempted",
+        )
+    else:
+        for shown in [seen, *watch(ctx, ref, f"{when}, before it ran again")]:
+            ctx.expect(
+                shown.state is State.RUNNING or shown.cause is Cause.PREEMPTED,
+                f"open showed {ref.id} {shown.state.value} with cause {shown.cause.value} "
+                f"{when} and before it ran again: not preempted",
+            )
+        runs_again(ctx, ref, when)
+
+
+@check(
+    "CAUSE-003",
+    clause=CAUSES_CLAUSE,
+    needs=Needs(faults=(Fault.LET_RUN, Fault.REQUEUE_UNDERNEATH)),
+)
+def requeued_by_an_administrator(ctx: Context) -> None:
+    """An object requeued by an administrator never shows cause preempted."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    ctx.faults.requeue_underneath(ref, in_flight=True)
+    when = "after an administrator requeued it"
+    seen = [look(ctx, ref, "while an administrator's requeue of it is under way")]
+    seen += watch(ctx, ref, when)
+    runs_again(ctx, ref, when)
+    seen.append(look(ctx, ref, f"once it ran again {when}"))
+    for shown in seen:
+        ctx.expect(
+            shown.cause is not Cause.PREEMPTED,
+            f"open showed {ref.id} {shown.state.value} with cause preempted {when}: no "
+            "scheduler preempted it",
+        )
+
+
+@check("CAUSE-004", clause=CAUSES_CLAUSE, needs=Needs(faults=(Fault.LET_RUN, Fault.EVICT)))
+def evicted_by_its_node(ctx: Context) -> None:
+    """An execution its node evicts shows cause evicted, never preempted."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    ctx.faults.evict(ref)
+    when = "after its node evicted it (for the node's sake: no scheduler preempted it)"
+    seen = look(ctx, ref, when)
+    ctx.expect(
+        seen.cause is Cause.EVICTED,
+        f"open showed {ref.id} {seen.state.value} with cause {seen.cause.value} {when}: not "
+        "evicted",
+    )
+    ctx.expect(
+        seen.state in (State.FAILED, State.QUEUED, State.RUNNING),
+        f"open showed {ref.id} {seen.state.value} {when}",
+    )
+
+
+__all__ = [
+    "evicted_by_its_node",
+    "killed_for_memory",
+    "preempted_shows_preempted",
+    "requeued_by_an_administrator",
+    "told",
+    "watch",
+]

@@ -9,6 +9,7 @@ scheduler."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from itertools import pairwise
 from typing import Final, cast
 
@@ -180,8 +181,9 @@ def comma_names(ctx: Context) -> None:
 
 
 def foreign_look_alikes(ctx: Context, kind: LookAlike) -> None:
-    """Objects with the job's exact key and an identity that does not parse (every form of
-    ``kind``) are foreign: reported by find, never taken by start, untouched by a stop."""
+    """Objects with the job's exact key and an identity that does not parse, or one under a
+    native id it does not imply (every form of ``kind``), are foreign: reported by find, never
+    taken by start, untouched by a stop."""
     plan = ctx.plan(long_spec(ctx))
     job = plan.job
     foreign = injected(ctx, job, kind)
@@ -276,6 +278,22 @@ def unparsable_comment_is_foreign(ctx: Context) -> None:
 def near_identity_is_foreign(ctx: Context) -> None:
     """An identity one step off the grammar (a number, the shape) is foreign, reported, not used."""
     foreign_look_alikes(ctx, LookAlike.NEAR_IDENTITY)
+
+
+@check(
+    "IDENT-071",
+    clause=(
+        f"{SEED_001}, The comment: a name whose comment does not parse is foreign; DESIGN §11: "
+        "the TrainJob of submission N is named dj-<ulid>-<N>"
+    ),
+    needs=Needs(faults=(look_alike_need(LookAlike.MISNAMED),)),
+)
+def misnamed_is_foreign(ctx: Context) -> None:
+    """An object with the job's key and identity under a native id it does not imply is foreign.
+
+    Another submission's id, the implied id with a suffix or a prefix, its number spelled with
+    a leading zero, an id of its own: the identity and the id must agree exactly."""
+    foreign_look_alikes(ctx, LookAlike.MISNAMED)
 
 
 @check(
@@ -731,6 +749,122 @@ def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: s
     ctx.expect(
         ids == [ref.id], f"find returned objects {ids} for one submission started twice ({fault})"
     )
+
+
+LOST_START_FORMS = 3
+"""At most this many forms of each look-alike kind are present in IDENT-072 (every kind the
+harness makes, twice over: within a small cluster's id space)."""
+START_CLAUSE = "DESIGN §3, Backend.start: idempotent per (job, submission)"
+
+
+def offered_look_alikes(ctx: Context) -> list[LookAlike]:
+    """Every look-alike kind the harness makes (CannotInject, before anything ran, for none)."""
+    kinds = [k for k in LookAlike if ctx.harness.lacking(look_alike_need(k)) is None]
+    if not kinds:
+        raise CannotInject("any look-alike (the harness offers no look_alike:<kind>)")
+    return kinds
+
+
+@check(
+    "IDENT-072",
+    clause=f"{LOST_CLAUSE}; {START_CLAUSE}",
+    needs=Needs(faults=(Fault.FAIL_BEFORE_EFFECT, Fault.LOSE_NEXT_REPLY)),
+)
+def lost_start_among_look_alikes(ctx: Context) -> None:
+    """A start retried after a lost reply never answers with a look-alike of its submission.
+
+    A few forms of every look-alike kind the harness makes are present, the job's key and
+    submission 1 on many of them, when submission 1's start times out before its effect, and
+    for another job when its reply is lost after it: each start, and the next, answers with the
+    submission's own object (or OutcomeUnknown), the only one find shows as submission 1."""
+    kinds = offered_look_alikes(ctx)
+    lost_start_among(
+        ctx, kinds, "fail_before_effect(start)", lambda: ctx.faults.fail_before_effect("start")
+    )
+    lost_start_among(
+        ctx,
+        kinds,
+        "lose_next_reply(start) as a timeout",
+        lambda: ctx.faults.lose_next_reply("start", ReplyLoss.TIMEOUT),
+    )
+
+
+def lost_start_among(
+    ctx: Context, kinds: list[LookAlike], fault: str, arm: Callable[[], None]
+) -> None:
+    """A new job's look-alikes of ``kinds``, then its submission 1's start under ``fault``
+    and again: never a look-alike's ref, and one object of submission 1."""
+    plan = ctx.plan(long_spec(ctx))
+    made: dict[str, str] = {}
+    for kind in kinds:
+        for native, form in injected(ctx, plan.job, kind, ctx.job_id(), LOST_START_FORMS).items():
+            made[native] = f"the {kind.value} look-alike {native} ({form})"
+    what = f"start of submission 1 with {len(made)} look-alikes present and the fault {fault}"
+    arm()
+    lost: ObjectRef | None = None
+    try:
+        lost = ctx.start(plan, submission=1, attempt=1)
+    except OutcomeUnknown:
+        pass
+    except DispatchError as error:
+        ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
+    fired(ctx, fault.partition(" ")[0], what)
+    ref = call(ctx, f"start again after the {what}", lambda: ctx.start(plan, 1, 1))
+    for answer, said in ((lost, what), (ref, f"start again after the {what}")):
+        if answer is not None:
+            ctx.expect(
+                answer.id not in made,
+                f"{said} answered with {made.get(answer.id)}, not the submission's own object",
+            )
+    if lost is not None:
+        ctx.expect(
+            ref == lost,
+            f"start again made {ref_text(ref)} after the {what} returned {ref_text(lost)}",
+        )
+    seen = found(ctx, plan.job, f"after the {what} and the second start")
+    taken = sorted(made[i] for i, o in seen.items() if i in made and not o.foreign)
+    ctx.expect(not taken, f"find after the {what} reported {taken} as the job's")
+    own = sorted(i for i, o in seen.items() if not o.foreign and o.submission == 1)
+    ctx.expect(
+        own == [ref.id],
+        f"find returned objects {own} as submission 1, started twice ({fault}) as {ref.id}",
+    )
+
+
+@check(
+    "IDENT-073",
+    clause=f"{START_CLAUSE}; {SEED_001}, The identity check: the uid or submit time anchors it",
+    needs=Needs(faults=(Fault.RECREATE,)),
+)
+def start_after_the_object_was_recreated(ctx: Context) -> None:
+    """A start of a submission whose object was recreated answers with the copy, not the gone one.
+
+    The copy, made under the object's id from its manifest, is the submission's object now
+    (find shows it so): a start again, by the same adapter and by a reopened one, answers with
+    the copy's ref, never with the deleted object's."""
+    plan = ctx.plan(long_spec(ctx))
+    stale = ctx.start(plan, submission=1, attempt=1)
+    ctx.faults.recreate(stale)
+    seen = found(ctx, plan.job, "after the object was created again under its id")
+    copy = seen.get(stale.id)
+    if copy is None:
+        raise CheckFailed(
+            f"find({plan.job}) after the object {stale.id} was created again from its manifest "
+            f"returned {sorted(seen)}: the copy carries the job's key and identity, and is its "
+            "object"
+        )
+    for who, backend in (("the same adapter", ctx.backend), ("a reopened adapter", ctx.reopen())):
+        what = f"a start of submission 1 again by {who} once its object was recreated"
+        again = call(ctx, what, partial(backend.start, plan, 1, 1))
+        ctx.expect(
+            again != stale,
+            f"{what} answered with {ref_text(stale)}, the object that was deleted (the copy is "
+            f"{ref_text(copy.ref)})",
+        )
+        ctx.expect(
+            again == copy.ref,
+            f"{what} made {ref_text(again)}, not the copy find shows ({ref_text(copy.ref)})",
+        )
 
 
 VANISH_CLAUSE = (

@@ -37,6 +37,9 @@ class QueueConfig:
     """The ClusterQueue's nominal cpu quota; None: the nodes' total."""
     memory: int | None = None
     """The ClusterQueue's nominal memory quota in bytes; None: the nodes' total."""
+    pods: int | None = None
+    """The ClusterQueue's nominal quota of Kueue's ``pods`` resource (each podSet then asks for
+    its count of pods, whatever its containers request); None: pods are not covered."""
     admission_checks: tuple[str, ...] = ()
     """AdmissionCheck names the ClusterQueue lists (each made with the given controllerName)."""
     admission_check_controller: str = "dispatch.io/readmission-gate"

@@ -19,8 +19,9 @@ Faults of the cluster, each acting now and settling the controllers after:
   off (ImagePullBackOff) from now on; this never fails a Job by itself;
 - ``unschedulable(node=None)``: the node (every node by default) is cordoned; ``schedulable``
   undoes it;
-- ``kueue_preempt(namespace, workload)`` and ``deactivate(namespace, workload)``: Kueue evicts
-  the admitted Workload (Preempted, requeued) or an administrator deactivates it;
+- ``kueue_preempt(namespace, workload, preemptor=None)``, ``deactivate(namespace, workload)``
+  and ``reactivate(namespace, workload)``: Kueue evicts the admitted Workload (Preempted,
+  requeued), or an administrator deactivates it (evicted, not requeued) or reactivates it;
 - ``admin_delete(resource, namespace, name)`` and ``admin_suspend(namespace, trainjob)``: an
   administrator deletes or suspends the object underneath its owner.
 
@@ -252,13 +253,16 @@ class Faults:
 
         return self._act("unschedulable" if cordoned else "schedulable", node or "*", act)
 
-    def kueue_preempt(self, namespace: str, workload: str) -> JSON:
-        """Kueue preempts the admitted Workload: Evicted (Preempted), then requeued."""
+    def kueue_preempt(self, namespace: str, workload: str, preemptor: str | None = None) -> JSON:
+        """Kueue preempts the admitted Workload: Evicted (Preempted), then requeued; the
+        message names the ``preemptor`` Workload of the same namespace, when one is given."""
         from simulators.kubernetes.controllers.kueue import preempt
 
         self._need_kueue()
         return self._act(
-            "kueue_preempt", f"{namespace}/{workload}", lambda c: preempt(c, namespace, workload)
+            "kueue_preempt",
+            f"{namespace}/{workload}",
+            lambda c: preempt(c, namespace, workload, preemptor),
         )
 
     def deactivate(self, namespace: str, workload: str) -> JSON:
@@ -268,6 +272,16 @@ class Faults:
         self._need_kueue()
         return self._act(
             "deactivate", f"{namespace}/{workload}", lambda c: deactivate(c, namespace, workload)
+        )
+
+    def reactivate(self, namespace: str, workload: str) -> JSON:
+        """An administrator sets the deactivated Workload's ``spec.active=true`` again: Kueue
+        requeues it (``Requeued=True``, reason ``Reactivated``)."""
+        from simulators.kubernetes.controllers.kueue import reactivate
+
+        self._need_kueue()
+        return self._act(
+            "reactivate", f"{namespace}/{workload}", lambda c: reactivate(c, namespace, workload)
         )
 
     def _need_kueue(self) -> None:

@@ -1003,14 +1003,15 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
     left_out = (  # powers the toy does not implement (a guide's example, not a complete one)
         "signals", "preflight", "vanish_before_read_back", "ignore_next_write", "race_next_write",
         "fail_between_steps", "fail_every_try", "recreate", "disable_history", "lag_history",
-        "preempt", "oom_kill", "ignore_next_stop", "near_hold", "hold_edge", "stall_teardown",
-        "commands", "images", "self_restarts",
+        "preempt", "oom_kill", "evict", "ignore_next_stop", "near_hold", "hold_edge", "stall_teardown",
+        "commands", "images", "self_restarts", "runtimes", "rank_output",
     )  # fmt: skip
     allowed = (
         "the harness's target has no native id reuse",
         "the harness's target has no history beyond the live view",
         # forms of powers it implements that a label scheduler cannot have (declines)
         "harness cannot inject look_alike:comma_list (a label value cannot hold a comma)",
+        "harness cannot inject look_alike:misnamed (the toy's identity is in annotations",
         "harness cannot inject lose_next_reply:",
         "harness cannot inject requeue_underneath(held)",
         *(f"harness offers no {need}" for need in left_out),

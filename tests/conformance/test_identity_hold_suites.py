@@ -37,11 +37,16 @@ from adapters.memory.testing.broken import (
     StopAssumesTimeoutLanded,
     UnicodeDigitCommentParser,
 )
-from adapters.memory.testing.harness import REFUSED, SLURM_NO_RECREATE, MemoryHarness
+from adapters.memory.testing.harness import (
+    REFUSED,
+    SLURM_NO_MISNAMED,
+    SLURM_NO_RECREATE,
+    MemoryHarness,
+)
 from adapters.slurm.identity import slurm_comment
 from adapters.slurm.testing.broken import CATALOGUE as SLURM_BROKEN
 from conformance.checks import REGISTRY, Check, Outcome, Result, SkippedFor, Tier, checks, run_check
-from conformance.harness import Harness, Probe, Race, race_need
+from conformance.harness import Harness, LookAlike, Probe, Race, look_alike_need, race_need
 from conformance.harnesses import load_harness
 from conformance.powers import lacking
 from dispatch_core import (
@@ -107,8 +112,13 @@ def test_every_check_passes_on_memory_slurm(check: Check) -> None:
     """Every check passes, but the one whose fault a Slurm scheduler cannot have."""
     harness = load_harness("memory-slurm")
     result = run_check(check, harness, seed=0)
-    if check.id == "IDENT-054":
+    if check.id in ("IDENT-054", "IDENT-073"):
         assert result.reason == f"harness cannot inject recreate ({SLURM_NO_RECREATE})"
+        return
+    if check.id == "IDENT-071":  # the name is the key, and the cluster hands out the ids
+        misnamed = look_alike_need(LookAlike.MISNAMED)
+        assert result.reason == f"harness cannot inject {misnamed} ({SLURM_NO_MISNAMED})"
+        assert result.skipped_for == SkippedFor.TARGET
         return
     if check.id == "IDENT-056":  # the memory scheduler never reruns a failed object by itself
         assert result.reason == lacking(harness, Probe.SELF_RESTARTS)
@@ -175,6 +185,7 @@ def test_kubeflow_skips_only_what_kubernetes_cannot_do() -> None:
         "IDENT-066",
         "IDENT-068",  # it retries no write within a call
         "HOLD-018",  # no accounting history
+        "IDENT-071",  # its identity implies no name: nothing is misnamed
     }
 
 
@@ -653,7 +664,7 @@ class FindNeedsHistory(ReopensAsItself):
 BROKEN: list[tuple[type[MemoryBackend], str, set[str]]] = [
     (SubmissionAndAttemptSwapped, "slurm", {"IDENT-001"}),
     (SubmissionAndAttemptSwapped, "kubeflow", {"IDENT-001"}),
-    (CaseInsensitiveFind, "slurm", {"IDENT-002"}),
+    (CaseInsensitiveFind, "slurm", {"IDENT-002", "IDENT-072"}),
     (CommaSplittingFind, "slurm", {"IDENT-003"}),
     (LenientIdentityParser, "slurm", {"IDENT-004", "IDENT-019"}),
     (LenientIdentityParser, "kubeflow", {"IDENT-004", "IDENT-019"}),
@@ -753,6 +764,8 @@ def test_every_check_catches_some_broken_adapter() -> None:
     only_kubernetes = {
         *("IDENT-056", "HOLD-014", "IDENT-061", "IDENT-057", "HOLD-015", "IDENT-059"),
         "IDENT-068",  # a stop whose every retry times out: the Slurm adapter retries none
+        "IDENT-071",  # a name the identity implies, which neither memory shape has
+        "IDENT-073",  # an object recreated under its id, which the Slurm shape cannot be
     }
     caught |= only_kubernetes & set().union(*(b.only for b in KUBEFLOW_BROKEN))
     # what only a real adapter's two-step requeue gets wrong: a broken Slurm adapter on slurm-sim
@@ -771,7 +784,8 @@ def test_a_broken_adapter_fails_only_the_checks_of_its_rule() -> None:
     """A broken find is not blamed on hold or requeue: the messages point at the broken rule."""
     harness = BrokenHarness(CaseInsensitiveFind)
     failed = {c.id for c in suite_checks() if run_check(c, harness).outcome is Outcome.FAILED}
-    assert failed == {"IDENT-002", "IDENT-019"}  # IDENT-019: every look-alike kind at once
+    # IDENT-019 and IDENT-072: every look-alike kind at once (IDENT-072: around a lost start)
+    assert failed == {"IDENT-002", "IDENT-019", "IDENT-072"}
 
 
 def test_failure_messages_say_what_the_adapter_did() -> None:

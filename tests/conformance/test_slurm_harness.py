@@ -284,6 +284,23 @@ def test_lose_node_fails_a_job_that_may_not_be_requeued(c: Cluster) -> None:
     assert c.backend.open(bystander).state is State.RUNNING  # the fault hit one object
 
 
+def test_a_task_s_line_goes_to_the_end_of_the_job_s_output_file(c: Cluster) -> None:
+    """rank_writes appends to the job's StdOut, where srun puts every task's output: the
+    adapter's read_output shows each line; a task the job does not run, or a job that does not
+    run, writes nothing."""
+    backend = c.backend
+    assert isinstance(backend, SlurmBackend)
+    ref = c.start(c.ctx.spec(nodes=2))
+    with pytest.raises(Rejected, match="runs no task 0"):
+        c.harness.rank_writes(backend, ref, 0, "too early")
+    c.faults.let_run(ref)
+    c.harness.rank_writes(backend, ref, 1, "from task 1")
+    c.harness.rank_writes(backend, ref, 0, "from task 0")
+    assert backend.read_output(ref).endswith(b"from task 1\nfrom task 0\n")
+    with pytest.raises(Rejected, match="runs no task 2"):
+        c.harness.rank_writes(backend, ref, 2, "no such task")
+
+
 def test_near_hold_sets_a_start_time_just_outside_the_hold_encoding(c: Cluster) -> None:
     assert c.faults.near_hold_forms() == len(NEAR_HOLDS)
     for variant, (offset, words) in enumerate(NEAR_HOLDS):
@@ -376,7 +393,9 @@ def test_look_alikes_in_slurm_s_encoding_that_the_adapter_tells_apart(c: Cluster
 def test_every_form_of_every_look_alike_kind() -> None:
     c = Cluster()
     job = c.ctx.job_id()
-    forms = {kind: c.faults.look_alike_forms(kind) for kind in LookAlike}
+    # Every kind but misnamed, which Slurm cannot have (its ids are slurmctld's): impossible.
+    kinds = [kind for kind in LookAlike if kind is not LookAlike.MISNAMED]
+    forms = {kind: c.faults.look_alike_forms(kind) for kind in kinds}
     assert forms == {
         LookAlike.CASE_VARIANT: 4,
         LookAlike.COMMA_LIST: 3,
@@ -474,6 +493,8 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
         touched = race_need(Race.TOUCHED)  # a form of race_next_write, which it implements
         assert offers_power(harness, touched)
         expected[touched] = f"harness cannot inject {touched} ({SLURM_IMPOSSIBLE_WHY[touched]})"
+        misnamed = look_alike_need(LookAlike.MISNAMED)  # a look-alike kind, whose power it has
+        expected[misnamed] = f"harness cannot inject {misnamed} ({SLURM_IMPOSSIBLE_WHY[misnamed]})"
         if job_comment:
             expected[Fault.LOSE_IDENTITY_HISTORY] = (
                 f"harness cannot inject lose_identity_history ({KEEPS_COMMENTS})"
@@ -640,7 +661,9 @@ SIM_HARNESSES = ("slurm-sim", "slurm-sim-nocomment")
 CANNOT = {
     # The faults and probes each harness cannot provide, by design (the skip it must give).
     # race_next_write:touched: slurmctld's writes carry no precondition to miss;
-    # fail_every_try: the Slurm adapter retries no write
+    # fail_every_try: the Slurm adapter retries no write; evict: a Slurm node evicts no job;
+    # look_alike:misnamed: the name is the key and slurmctld hands out the ids; runtimes: no
+    # Slurm job names a runtime that reruns a task under its identity
     "slurm-sim": (
         "lose_identity_history",
         "recreate",
@@ -649,6 +672,9 @@ CANNOT = {
         "race_next_write:touched",
         "fail_every_try",
         "stall_teardown",
+        "evict",
+        "look_alike:misnamed",
+        "runtimes",
     ),
     "slurm-sim-nocomment": (
         "recreate",
@@ -657,6 +683,9 @@ CANNOT = {
         "race_next_write:touched",
         "fail_every_try",
         "stall_teardown",
+        "evict",
+        "look_alike:misnamed",
+        "runtimes",
     ),
 }
 KNOWN: dict[tuple[str, str], str] = {}

@@ -59,9 +59,11 @@ from dispatch_core import (
     OutcomeUnknown,
     State,
     make_plan,
+    with_job,
 )
 from dispatch_core.identity import parse_execution_env
 from simulators.kubernetes import KubeConfig, KubeSim
+from simulators.kubernetes.controllers.kubelet import logs
 from simulators.kubernetes.inprocess import InProcessPool
 from simulators.kubernetes.resources import TRAINJOBS
 
@@ -288,7 +290,9 @@ def test_call_faults_fire_on_the_adapters_next_write_of_the_operation() -> None:
     harness.end("test")
 
 
-@pytest.mark.parametrize("kind", [k for k in LookAlike if k is not LookAlike.COMMA_LIST])
+@pytest.mark.parametrize(
+    "kind", [k for k in LookAlike if k not in (LookAlike.COMMA_LIST, LookAlike.MISNAMED)]
+)
 def test_look_alikes_are_trainjobs_named_like_the_jobs(kind: LookAlike) -> None:
     harness = kubeflow_sim()
     harness.begin("test")
@@ -314,6 +318,39 @@ def test_look_alikes_are_trainjobs_named_like_the_jobs(kind: LookAlike) -> None:
     )
     with pytest.raises(CannotInject, match="comma"):
         faults.inject_look_alike(job, LookAlike.COMMA_LIST)
+    harness.end("test")
+
+
+def test_misnamed_look_alikes_carry_submission_1_under_other_names() -> None:
+    harness = kubeflow_sim()
+    harness.begin("test")
+    backend = harness.new_backend()
+    job = JobID.new()
+    ulid = str(job).lower()
+    faults = Faults(harness, backend)
+    kind = LookAlike.MISNAMED
+    assert faults.look_alike_forms(kind) == 5 and kind.foreign
+    made = [faults.inject_look_alike(job, kind, v) for v in range(5)]
+    again = faults.inject_look_alike(job, kind, 3)  # the leading zero, made twice
+    names = [native.partition("/")[2] for native in made]
+    assert names[0].startswith(f"dj-{ulid}-9") and names[0] != f"dj-{ulid}-1"
+    assert names[1].startswith(f"dj-{ulid}-1-copy-")
+    assert names[2].startswith("copy-") and names[2].endswith(f"-dj-{ulid}-1")
+    assert names[3] == f"dj-{ulid}-01" and again == f"default/dj-{ulid}-001"
+    assert names[4].startswith("training-run-")
+    cluster = harness.cluster_of(backend)
+    for native in [*made, again]:
+        assert len(native.partition("/")[2]) <= 63
+        obj = cluster.sim.get(TRAINJOBS, native.partition("/")[2], "default")
+        labels = obj["metadata"]["labels"]
+        assert (labels[JOB_LABEL], labels[SUBMISSION_LABEL]) == (str(job), "1")
+        assert obj["metadata"]["annotations"] == {"dispatch/attempt": "1"}
+    assert all("misnamed: named " in faults.describe_look_alike(kind, v) for v in range(5))
+    seen = {o.ref.id: o for o in backend.find(job)}
+    assert set(seen) == {*made, again}
+    assert all(o.foreign and (o.submission, o.attempt) == (None, None) for o in seen.values())
+    ref = backend.start(make_plan(backend, JobSpec(command=("true",)), None, with_job(job)), 1, 1)
+    assert ref.id == f"default/dj-{ulid}-1" and not backend.open(ref).foreign
     harness.end("test")
 
 
@@ -404,4 +441,46 @@ def test_kubeflow_remote_lists_the_namespace_s_trainjobs_as_the_simulated_cluste
         assert remote.inventory(backend) == ([] if seen[-1] is Shown.ENDED else [ref.id])
     assert seen == [Shown.PENDING, Shown.RUNNING, Shown.ENDED]
     remote.end("test")
+    harness.end("test")
+
+
+def test_a_rank_writes_to_its_own_pod_s_log_and_rank_zero_s_is_the_output() -> None:
+    """rank_writes lands in the log of the pod of that completion index (of the current
+    execution), as the kubelet keeps it; read_output reads rank 0's pod only."""
+    for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
+        backend, ref = started(harness, nodes=3)
+        Faults(harness, backend).let_run(ref)
+        harness.rank_writes(backend, ref, 2, "from rank 2")
+        harness.rank_writes(backend, ref, 1, "from rank 1")
+        assert backend.read_output(ref) == b""
+        harness.rank_writes(backend, ref, 0, "from rank 0")
+        assert backend.read_output(ref) == b"from rank 0\n"
+        cluster = harness.cluster_of(backend)
+        trainjob = cluster.require(ref)
+        for rank in (1, 2):
+            pod = cluster.rank_pod(trainjob, rank)["metadata"]
+            log = logs(cluster.sim.cluster, pod["namespace"], pod["name"], "node")
+            assert log == f"from rank {rank}\n"
+        with pytest.raises(KeyError, match="rank 3"):
+            harness.rank_writes(backend, ref, 3, "no such rank")
+        backend.requeue(ref)  # a new execution: its pods write afresh
+        Faults(harness, backend).let_run(ref)
+        harness.rank_writes(backend, ref, 0, "again")
+        assert backend.read_output(ref) == b"again\n"
+        harness.end("test")
+
+
+@pytest.mark.parametrize("default", ["dispatch-identity", "torch-distributed"])
+def test_the_runtime_specs_name_a_weakening_and_a_keeping_runtime_not_the_default(
+    default: str,
+) -> None:
+    harness = KubeflowSimHarness(default_runtime=default)
+    harness.begin("test")
+    backend = harness.new_backend()
+    spec = JobSpec(command=("true",), nodes=1)
+    weakening, keeping = harness.weakening_spec(spec), harness.keeping_spec(spec)
+    assert backend.runtime_of(weakening).weakening and backend.runtime_of(weakening).name != default
+    assert not backend.runtime_of(keeping).weakening and backend.runtime_of(keeping).name != default
+    assert backend.refusal(weakening) and not backend.refusal(keeping)
+    assert (weakening.command, keeping.nodes) == (spec.command, spec.nodes)
     harness.end("test")

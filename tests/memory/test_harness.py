@@ -18,6 +18,8 @@ from adapters.memory.testing.harness import (
     KUBE_REFUSED,
     OTHER_NAMESPACE,
     REFUSED,
+    SLURM_NO_EVICT,
+    SLURM_NO_MISNAMED,
     SLURM_NO_RECREATE,
     UNPARSABLE_ANNOTATIONS,
 )
@@ -26,6 +28,7 @@ from conformance import CannotInject, Outcome, checks, run_check
 from conformance.faults import Faults
 from conformance.harness import (
     OPERATIONS,
+    Fault,
     Harness,
     IdentityModel,
     LocalHost,
@@ -45,10 +48,12 @@ from conformance.powers import (
     RerunsFailures,
     RunsCommands,
     StallsTeardown,
+    WeakensIdentity,
+    WritesRankOutput,
 )
 from conformance.powers import lacking as lacking_of
 from conformance.runner import known_needs
-from dispatch_core import JobID, JobSpec, OutcomeUnknown, State, make_plan, with_job
+from dispatch_core import Cause, JobID, JobSpec, OutcomeUnknown, State, make_plan, with_job
 
 JOB = JobID("01JZ8Q2N5V0000000000000000")
 
@@ -101,6 +106,8 @@ UNIMPLEMENTED: dict[str, type] = {
     Probe.SIGNALS: ObservesSignals,
     Probe.IMAGES: ObservesImages,
     Probe.SELF_RESTARTS: RerunsFailures,
+    Probe.RUNTIMES: WeakensIdentity,
+    Probe.RANK_OUTPUT: WritesRankOutput,
     "stall_teardown": StallsTeardown,
     "hold_edge": MovesToHoldEdges,
     "fail_every_try": FailsEveryTry,
@@ -137,10 +144,14 @@ def test_what_each_shape_offers_and_declines() -> None:
 
     refused = {n: unmet(why, n) for n, why in REFUSED.items()}
     assert {n: lacking(slurm, n) for n in known if lacking(slurm, n)} == refused | {
-        "recreate": unmet(SLURM_NO_RECREATE, "recreate")
+        "recreate": unmet(SLURM_NO_RECREATE, "recreate"),
+        "look_alike:misnamed": unmet(SLURM_NO_MISNAMED, "look_alike:misnamed"),
+        "evict": unmet(SLURM_NO_EVICT, "evict"),
     }
     assert {n: slurm.declines(n) for n in known if slurm.declines(n)} == dict(REFUSED) | {
-        "recreate": SLURM_NO_RECREATE
+        "recreate": SLURM_NO_RECREATE,
+        "look_alike:misnamed": SLURM_NO_MISNAMED,
+        "evict": SLURM_NO_EVICT,
     }
     assert refused == {
         "commands": "harness offers no commands (the memory scheduler runs no command: it "
@@ -155,6 +166,13 @@ def test_what_each_shape_offers_and_declines() -> None:
         "self_restarts": "harness offers no self_restarts (the memory scheduler never "
         "reruns a failed object by itself: its adapter declares the restart rule no): "
         "implement conformance.powers.RerunsFailures to offer it",
+        "runtimes": "harness offers no runtimes (a memory job's spec names no runtime: whether "
+        "the memory adapter weakens identity is its identity_weakened setting (a text, or a "
+        "function of the spec), no runtime's): implement conformance.powers.WeakensIdentity to "
+        "offer it",
+        "rank_output": "harness offers no rank_output (the memory scheduler runs no command and "
+        "keeps no output: its adapter declares OutputRead no): implement "
+        "conformance.powers.WritesRankOutput to offer it",
         "stall_teardown": "harness offers no stall_teardown (the memory scheduler takes an "
         "ended object's run down at once: no requeue waits for it): implement "
         "conformance.powers.StallsTeardown to offer it",
@@ -188,6 +206,7 @@ def test_the_kubeflow_faults_kubernetes_cannot_have_are_refused_when_asked() -> 
         (faults.lose_identity_history, "no accounting history"),
         (lambda: faults.near_hold(ref), "no start time"),
         (lambda: faults.inject_look_alike(JOB, LookAlike.COMMA_LIST), "comma"),
+        (lambda: faults.inject_look_alike(JOB, LookAlike.MISNAMED), "implies no name"),
     ):
         with pytest.raises(CannotInject, match=why):
             call()
@@ -198,7 +217,8 @@ def test_kubeflow_look_alikes_are_labels_annotations_and_namespaces() -> None:
     plan = make_plan(backend, JobSpec(command=("x",)), None, with_job(JOB))
     ref = backend.start(plan, 1, 1)
     made: dict[str, LookAlike] = {}
-    for kind in (k for k in LookAlike if k is not LookAlike.COMMA_LIST):
+    # No comma in a label value; no name the identity implies, so none to miss (misnamed).
+    for kind in (k for k in LookAlike if k not in (LookAlike.COMMA_LIST, LookAlike.MISNAMED)):
         for variant in range(faults.look_alike_forms(kind)):
             made[faults.inject_look_alike(JOB, kind, variant)] = kind
             assert faults.describe_look_alike(kind, variant)
@@ -337,3 +357,19 @@ def test_executions_are_the_ref_s_object_s_even_when_the_identity_check_cannot_t
     assert {env["DISPATCH_SUBMISSION"] for env in mine} == {"1"}
     theirs = harness.executions(backend, second)
     assert [{env["DISPATCH_SUBMISSION"] for env in ranks} for ranks in theirs] == [{"2"}, {"2"}]
+
+
+def test_evict_fails_a_kubeflow_shaped_object_evicted_and_the_slurm_shape_has_none() -> None:
+    backend, faults = kube()
+    ref = backend.start(make_plan(backend, JobSpec(command=("x",))), 1, 1)
+    faults.let_run(ref)
+    faults.evict(ref)
+    seen = backend.open(ref)
+    assert (seen.state, seen.cause) == (State.FAILED, Cause.EVICTED)
+    harness = memory_slurm()
+    assert Fault.EVICT in harness.impossible
+    backend = harness.new_backend()
+    ref = backend.start(make_plan(backend, JobSpec(command=("x",))), 1, 1)
+    Faults(harness, backend).let_run(ref)
+    with pytest.raises(CannotInject, match="evicts no job"):
+        harness.evict(backend, ref)

@@ -27,10 +27,27 @@ from kubernetes.client.exceptions import ApiException
 
 from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import ReadmissionGate
+from adapters.kubeflow.backend import REPLICATED_JOB_LABEL
+from adapters.kubeflow.causes import condition, current_pods
+from adapters.kubeflow.env import read_execution
 from adapters.kubeflow.kube import KUEUE, TRAINER, ApiFailure, LostReply
+from adapters.kubeflow.names import LABEL_JOB, LABEL_SUBMISSION, parse_identity, trainjob_name
 from adapters.kubeflow.runtimes import Runtime
 from adapters.kubeflow.testing.sim import KubeflowSimHarness
-from dispatch_core import JobID, JobSpec, ObjectRef, Observation, OutcomeUnknown, Plan
+from dispatch_core import (
+    Cause,
+    EncodingError,
+    EpochBound,
+    JobID,
+    JobSpec,
+    ObjectRef,
+    Observation,
+    OutcomeUnknown,
+    Plan,
+    State,
+    Unsupported,
+    parse_decimal,
+)
 
 # -- the broken gate -------------------------------------------------------------------------
 
@@ -95,6 +112,74 @@ class FindByNamePrefix(KubeflowBackend):
         ]
 
 
+class ParseIgnoresName(KubeflowBackend):
+    """The identity is read from the labels and the annotation alone, the name never compared
+    with the one they imply (``names.parse_identity`` without its last step): a TrainJob of the
+    job's label and a valid identity under another name (another submission's, the implied
+    one with a suffix or a prefix, one of its own) is read as the job's, not foreign."""
+
+    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
+        seen = super()._observe(obj, restarts=restarts)
+        if not seen.foreign:
+            return seen
+        meta = obj.get("metadata") or {}
+        labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+        try:
+            job = JobID.parse(str(labels.get(LABEL_JOB, "")))
+            submission = parse_decimal(
+                str(labels.get(LABEL_SUBMISSION, "")), LABEL_SUBMISSION, minimum=1, bound=EpochBound
+            )
+            found = parse_identity(trainjob_name(job, submission), labels, annotations)
+            read_execution(obj)
+        except (ValueError, EncodingError):
+            return seen  # foreign for more than its name
+        details = [d for d in seen.detail.split("; ") if not d.startswith("not dispatch's")]
+        return seen.model_copy(
+            update={
+                "foreign": False,
+                "submission": found.submission,
+                "attempt": found.attempt,
+                "detail": "; ".join(details),
+            }
+        )
+
+
+class AdoptByLabels(KubeflowBackend):
+    """A start whose create failed or lost its reply adopts the first TrainJob that the labels
+    of its job and submission select (``dispatch/job=J,dispatch/submission=N``), as find
+    selects, instead of reading back the one name it creates: another writer's TrainJob
+    carrying those labels under another name is taken for the start's own."""
+
+    def _adopt(self, plan: Plan, submission: int, attempt: int, name: str, why: str) -> ObjectRef:
+        selector = f"{LABEL_JOB}={plan.job},{LABEL_SUBMISSION}={submission}"
+        try:
+            items = self.kube.list_objects(TRAINER, "trainjobs", self.namespace, selector)
+        except (ApiFailure, LostReply) as error:
+            raise OutcomeUnknown(f"{self.name}: {why}; listing {selector}: {error}") from None
+        if not items:
+            raise OutcomeUnknown(f"{self.name}: {why}, and no TrainJob carries {selector} (now)")
+        return self._ref(items[0])
+
+
+class StartRemembersRefs(KubeflowBackend):
+    """start remembers the ref it answered for each (job, submission) and answers a start of
+    it again from that memory, without reading the cluster: once the TrainJob was deleted and
+    created again from its manifest (``kubectl replace --force``), a start answers with the
+    ref of the object that is gone, not the copy that is the submission's now."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.started: dict[tuple[JobID, int], ObjectRef] = {}
+
+    def start(self, plan: Plan, submission: int, attempt: int) -> ObjectRef:
+        known = self.started.get((plan.job, submission))
+        if known is not None and plan.backend == self.name:
+            return known
+        ref = super().start(plan, submission, attempt)
+        self.started[(plan.job, submission)] = ref
+        return ref
+
+
 class StockRuntimeUnflagged(KubeflowBackend):
     """A stock runtime (JobSet's OnFailure, Job's backoffLimit 6: a failed rank reruns under
     the identity it had) is read as if it kept identity: accepted without
@@ -102,6 +187,28 @@ class StockRuntimeUnflagged(KubeflowBackend):
 
     def runtime_of(self, spec: JobSpec | None) -> Runtime:
         return dataclasses.replace(super().runtime_of(spec), weakening=())
+
+
+class WeakeningJudgedOnDefault(KubeflowBackend):
+    """Whether a spec's runtime weakens execution identity is judged on the default runtime,
+    not on the one the spec names (``kubeflow.Runtime``): with an identity-keeping default, a
+    spec naming a stock runtime is accepted without ``allow_rank_restart``."""
+
+    def refusal(self, spec: JobSpec) -> str:
+        why = self._extension_refusal(spec)
+        if why:
+            return why
+        try:
+            runtime = self.runtime_of(spec)
+        except Unsupported as missing:
+            return str(missing)
+        why = runtime.injection_gap()
+        if why:
+            return why
+        default = self.runtime_of(None)
+        if default.weakening and not self.allow_rank_restart:
+            return f"{default.weakened()} (allow_rank_restart is off)"
+        return self.gate_missing()
 
 
 class HoldIgnoresResourceVersion(KubeflowBackend):
@@ -336,6 +443,31 @@ class FollowFromTheEnd(KubeflowBackend):
                 yield chunk[cut:]
 
 
+class ReadsLastRank(KubeflowBackend):
+    """Rank 0's pod is taken as the newest pod of the trainer replicatedJob's current restart
+    attempt (by creationTimestamp, then name), its completion index unread: on a job of two
+    nodes or more, read_output and follow_output give the last rank's log, not rank 0's."""
+
+    def _rank0(self, ref: ObjectRef) -> tuple[str, Mapping[str, Any] | None, JSON]:
+        obj = self._read(ref)
+        namespace, name = self._where(ref)
+        runtime_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+        runtime = self.runtimes.get(str(runtime_ref.get("name", "")))
+
+        def trainer(pod: Mapping[str, Any]) -> bool:
+            labels = (pod.get("metadata") or {}).get("labels") or {}
+            return labels.get(REPLICATED_JOB_LABEL) == runtime.trainer_job
+
+        def made(pod: Mapping[str, Any]) -> tuple[str, str]:
+            meta = pod.get("metadata") or {}
+            return str(meta.get("creationTimestamp", "")), str(meta.get("name", ""))
+
+        pods = sorted(
+            current_pods([p for p in self._pods(namespace, name) if trainer(p)]), key=made
+        )
+        return namespace, (pods[-1] if pods else None), obj
+
+
 # -- the catalogue -----------------------------------------------------------------------------
 
 
@@ -353,6 +485,37 @@ def _without_oom(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_oom(v) for v in value]
     return value
+
+
+class PreemptionReadAsEvicted(KubeflowBackend):
+    """A Workload Kueue evicted is read by its condition's type, whatever its reason: a
+    TrainJob whose Workload was preempted for another (``Evicted``, reason ``Preempted``)
+    waits in the queue with cause evicted, not preempted."""
+
+    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
+        seen = super()._observe(obj, restarts=restarts)
+        if seen.state is State.QUEUED and seen.cause is Cause.PREEMPTED:
+            return seen.model_copy(update={"cause": Cause.EVICTED})
+        return seen
+
+
+class EvictionReadAsPreempted(KubeflowBackend):
+    """Any eviction is read as a preemption: a TrainJob failed by a pod its kubelet evicted
+    (``status.reason`` Evicted) shows cause preempted, and so does a queued TrainJob whose
+    Workload Kueue evicted for any reason but node failures (an administrator's deactivation,
+    an admission check's Retry)."""
+
+    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
+        seen = super()._observe(obj, restarts=restarts)
+        if seen.cause is Cause.EVICTED:
+            return seen.model_copy(update={"cause": Cause.PREEMPTED})
+        if not self.kueue or seen.state is not State.QUEUED or seen.cause is not Cause.NONE:
+            return seen
+        workload = self._workload(obj)
+        evicted = condition(workload, "Evicted") or condition(workload, "Requeued")
+        if evicted is not None and evicted.get("reason") != "NodeFailures":
+            return seen.model_copy(update={"cause": Cause.PREEMPTED})
+        return seen
 
 
 @dataclass(frozen=True)
@@ -385,19 +548,41 @@ def _doc(kind: type) -> str:
 CATALOGUE: Final[Sequence[Broken]] = (
     Broken("delete_without_uid", _doc(DeleteWithoutUid), DeleteWithoutUid, only=("IDENT-054",)),
     Broken(
+        "parse_ignores_name",
+        _doc(ParseIgnoresName),
+        ParseIgnoresName,
+        only=("IDENT-071", "IDENT-072", "STATE-004"),
+    ),
+    Broken("adopt_by_labels", _doc(AdoptByLabels), AdoptByLabels, only=("IDENT-071", "IDENT-072")),
+    Broken(
+        "start_remembers_refs", _doc(StartRemembersRefs), StartRemembersRefs, only=("IDENT-073",)
+    ),
+    Broken(
         "gate_ready_before_write",
         _doc(ReadyBeforeWrite),
         gate=ReadyBeforeWrite,
         kueue=True,
         only=("IDENT-015", "IDENT-016"),
     ),
-    Broken("find_by_name_prefix", _doc(FindByNamePrefix), FindByNamePrefix, only=("IDENT-002",)),
+    Broken(
+        "find_by_name_prefix",
+        _doc(FindByNamePrefix),
+        FindByNamePrefix,
+        only=("IDENT-002", "IDENT-071"),
+    ),
     Broken(
         "stock_runtime_unflagged",
         _doc(StockRuntimeUnflagged),
         StockRuntimeUnflagged,
         default_runtime="torch-distributed",
-        only=("STATE-003",),
+        # CAUSE-002 too: the preempted rank reruns in place, and the object never shows why.
+        only=("CAP-024", "CAUSE-002", "STATE-003"),
+    ),
+    Broken(
+        "weakening_judged_on_default",
+        _doc(WeakeningJudgedOnDefault),
+        WeakeningJudgedOnDefault,
+        only=("CAP-024",),
     ),
     Broken(
         "hold_ignores_resource_version",
@@ -412,8 +597,23 @@ CATALOGUE: Final[Sequence[Broken]] = (
         OomReadAsItsExitCode,
         only=("CAUSE-001",),
     ),
+    Broken(
+        "preemption_read_as_evicted",
+        _doc(PreemptionReadAsEvicted),
+        PreemptionReadAsEvicted,
+        kueue=True,
+        only=("CAUSE-002",),
+    ),
+    Broken(
+        "eviction_read_as_preempted",
+        _doc(EvictionReadAsPreempted),
+        EvictionReadAsPreempted,
+        kueue=True,
+        only=("CAUSE-003", "CAUSE-004"),
+    ),
     Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
     Broken("follow_from_the_end", _doc(FollowFromTheEnd), FollowFromTheEnd, only=("CAP-021",)),
+    Broken("reads_last_rank", _doc(ReadsLastRank), ReadsLastRank, only=("CAP-023",)),
     Broken(
         "release_keeps_execution",
         _doc(ReleaseKeepsExecution),
@@ -482,11 +682,16 @@ def _factory(name: str) -> Callable[[], KubeflowSimHarness]:
 delete_without_uid = _factory("delete_without_uid")
 gate_ready_before_write = _factory("gate_ready_before_write")
 find_by_name_prefix = _factory("find_by_name_prefix")
+parse_ignores_name = _factory("parse_ignores_name")
+adopt_by_labels = _factory("adopt_by_labels")
+start_remembers_refs = _factory("start_remembers_refs")
 stock_runtime_unflagged = _factory("stock_runtime_unflagged")
 hold_ignores_resource_version = _factory("hold_ignores_resource_version")
 env_unescaped = _factory("env_unescaped")
 read_ignores_offset = _factory("read_ignores_offset")
 follow_from_the_end = _factory("follow_from_the_end")
+reads_last_rank = _factory("reads_last_rank")
+weakening_judged_on_default = _factory("weakening_judged_on_default")
 release_keeps_execution = _factory("release_keeps_execution")
 requeue_forgets_restarts = _factory("requeue_forgets_restarts")
 release_leaves_hold_mark = _factory("release_leaves_hold_mark")
@@ -497,10 +702,13 @@ image_dropped = _factory("image_dropped")
 workload_conflict_gives_up = _factory("workload_conflict_gives_up")
 where_allows_an_empty_name = _factory("where_allows_an_empty_name")
 oom_read_as_its_exit_code = _factory("oom_read_as_its_exit_code")
+preemption_read_as_evicted = _factory("preemption_read_as_evicted")
+eviction_read_as_preempted = _factory("eviction_read_as_preempted")
 
 __all__ = [
     "BY_NAME",
     "CATALOGUE",
+    "AdoptByLabels",
     "Broken",
     "DeleteWithoutUid",
     "EnvUnescaped",
@@ -509,14 +717,20 @@ __all__ = [
     "HoldIgnoresResourceVersion",
     "ImageDropped",
     "JobSetWaitUnbounded",
+    "ParseIgnoresName",
     "ReadIgnoresOffset",
+    "ReadsLastRank",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",
     "ReleaseLeavesHoldMark",
     "RequeueForgetsRestarts",
+    "StartRemembersRefs",
     "StockRuntimeUnflagged",
     "OomReadAsItsExitCode",
+    "PreemptionReadAsEvicted",
+    "EvictionReadAsPreempted",
     "StopTrustsItsRetry",
+    "WeakeningJudgedOnDefault",
     "WhereAllowsAnEmptyName",
     "WorkloadConflictGivesUp",
     *BY_NAME,

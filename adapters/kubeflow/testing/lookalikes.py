@@ -5,7 +5,8 @@ adapter fixes it (name ``dj-<ulid lower>-<N>``, labels ``dispatch/job`` and
 ``dispatch/submission``, annotation ``dispatch/attempt``, the ``dispatch.io/dispatch`` runtime
 patch carrying ``dispatch/execution`` and ``dispatch/epoch-pad``, the identity env in
 ``spec.trainer.env``): the gate's tests make dispatch TrainJobs with it, and the harnesses make
-look-alikes, which differ from a job's own TrainJob in one labelled way each.
+look-alikes, which differ from a job's own TrainJob in one labelled way each, or in their
+name alone (``misnamed``).
 
 Kubernetes cannot have two kinds: a label value holds no comma and a selector never splits one
 (``comma_list``), and a label value holds no space, sign or non-ASCII digit (the near decimals
@@ -155,6 +156,9 @@ class Form:
     extra_labels: tuple[tuple[str, str], ...] = ()
     execution: int = 1
     """The execution its runtime patch names (``dispatch/execution``)."""
+    name: str = ""
+    """Its name as a template (:data:`MISNAMED`); empty: the harness names it after the job's
+    TrainJobs."""
 
 
 CASE_FORMS: Final = ("the ULID in lower case", "odd letters lower", "even letters lower")
@@ -210,6 +214,36 @@ NEAR_EXECUTIONS: Final = (
 )
 """Near identities in the runtime patch: an execution just outside ``[1, 100000)``, with a
 valid submission and attempt."""
+MISNAMED: Final[tuple[tuple[str, str], ...]] = (
+    (
+        "dj-{ulid}-{other}",
+        "named dj-<ulid>-<another N>, another submission's name (a comparison of the "
+        "dj-<ulid>- prefix alone takes it)",
+    ),
+    (
+        "dj-{ulid}-1-copy-{serial}",
+        "named dj-<ulid>-1-copy-<k>, the implied name and a suffix (a startswith comparison "
+        "takes it)",
+    ),
+    (
+        "copy-{serial}-dj-{ulid}-1",
+        "named copy-<k>-dj-<ulid>-1, a prefix and the implied name (an endswith or contains "
+        "comparison takes it)",
+    ),
+    (
+        "dj-{ulid}-{zeros}1",
+        "named dj-<ulid>-01, the submission with a leading zero (a number read from the name "
+        "takes it)",
+    ),
+    ("training-run-{serial}", "named training-run-<k>, a name of its own (no comparison at all)"),
+)
+"""Misnamed look-alikes (:attr:`LookAlike.MISNAMED`): the job's label and submission 1, attempt
+1, under a name other than ``dj-<ulid>-1``, each with why a lenient comparison takes it. A
+TrainJob's name is the client's choice, any RFC 1035 label of at most 63 characters (Kubeflow
+Trainer v2.3.0, pkg/apis/trainer/v1alpha1/trainjob_types.go; /work/shared/reference/
+kubeflow-facts.md §1). The template's ``{ulid}`` is the job's ULID in lower case, ``{serial}``
+the look-alike's number on its cluster, ``{other}`` a submission no check starts and
+``{zeros}`` as many zeros as keep the name free (:func:`misnamed_name`)."""
 
 
 def look_alike_forms(kind: LookAlike) -> int:
@@ -220,6 +254,8 @@ def look_alike_forms(kind: LookAlike) -> int:
         return len(UNPARSABLE)
     if kind is LookAlike.NEAR_IDENTITY:
         return len(NEAR) + len(NEAR_EXECUTIONS)
+    if kind is LookAlike.MISNAMED:
+        return len(MISNAMED)
     if kind is LookAlike.COMMA_LIST:
         return 0
     return 1
@@ -252,6 +288,9 @@ def look_alike(job: JobID, kind: LookAlike, variant: int = 0) -> Form:
             return Form(ulid, "1", "1", about, execution=execution)
         submission, attempt, about, extra = NEAR[index]
         return Form(ulid, submission, attempt, about, extra_labels=extra)
+    if kind is LookAlike.MISNAMED:
+        template, about = MISNAMED[variant % len(MISNAMED)]
+        return Form(ulid, "1", "1", about, name=template)
     raise ValueError(COMMA_LIST_REASON)
 
 
@@ -262,6 +301,13 @@ def describe(kind: LookAlike, variant: int = 0) -> str:
     return f"{kind.value}: {look_alike(JobID.parse('0' * 26), kind, variant).about}"
 
 
+def misnamed_name(form: Form, job: JobID, serial: int, other: int, zeros: int = 1) -> str:
+    """The name of the misnamed look-alike ``form`` of ``job``: its template filled with the
+    look-alike's number ``serial`` on its cluster, the submission ``other`` (one no check
+    starts) and ``zeros`` zeros."""
+    return form.name.format(ulid=str(job).lower(), serial=serial, other=other, zeros="0" * zeros)
+
+
 __all__ = [
     "ATTEMPT_ANNOTATION",
     "COMMA_LIST_REASON",
@@ -269,6 +315,7 @@ __all__ = [
     "EPOCH_PAD_ANNOTATION",
     "EXECUTION_ANNOTATION",
     "JOB_LABEL",
+    "MISNAMED",
     "OTHER_NAMESPACE",
     "PATCH_MANAGER",
     "QUEUE_LABEL",
@@ -281,6 +328,7 @@ __all__ = [
     "is_label_value",
     "look_alike",
     "look_alike_forms",
+    "misnamed_name",
     "own_labels",
     "runtime_patch",
     "trainjob_name",

@@ -11,7 +11,10 @@
   at every time a controller is due on the way) and before every probe and fault of the
   harness, so it is never late in virtual time. Requests the adapter sends at one instant see
   the cluster as it is at that instant, the gate's next pass not yet made (as a real gate is
-  a moment behind a write). The adapter gets ``queue="user-queue"``.
+  a moment behind a write). The adapter gets ``queue="user-queue"``. The ClusterQueue also
+  covers Kueue's ``pods`` resource (:data:`POD_QUOTA`), the one quota a dispatch TrainJob
+  holds: a preemption is for a preemptor that takes it (:meth:`SimCluster.preemptor_for`), and
+  an administrator requeues by deactivating and reactivating the Workload.
 
 Each simulator is served over HTTP on loopback (its server in a thread, stopped when the check
 ends: :meth:`KubeflowSimHarness.end`); the adapter and the gate reach it only through the
@@ -60,10 +63,12 @@ from adapters.kubeflow.testing.lookalikes import (
     JOB_LABEL,
     OTHER_NAMESPACE,
     SUBMISSION_LABEL,
+    Form,
     describe,
     dispatch_trainjob,
     look_alike,
     look_alike_forms,
+    misnamed_name,
 )
 from conformance.checks import CheckFailed
 from conformance.harness import (
@@ -85,6 +90,7 @@ from conformance.harness import (
     reply_loss_need,
 )
 from conformance.powers import (
+    Evicts,
     FailsBeforeEffect,
     FailsBetweenSteps,
     FailsEveryTry,
@@ -108,12 +114,25 @@ from conformance.powers import (
     StallsTeardown,
     TellsUnfired,
     VanishesBeforeReadBack,
+    WeakensIdentity,
     WritesNearHolds,
+    WritesRankOutput,
 )
 from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
-from simulators.kubernetes.controllers.kubelet import Kubelet, Start, end_containers, starts
+from simulators.kubernetes.controllers.kubelet import (
+    Kubelet,
+    Start,
+    end_containers,
+    starts,
+    write_log,
+)
+from simulators.kubernetes.controllers.kueue import PODS_RESOURCE
+from simulators.kubernetes.controllers.kueue import has_quota as kueue_has_quota
+from simulators.kubernetes.controllers.kueue import is_evicted as kueue_is_evicted
+from simulators.kubernetes.controllers.kueue import is_finished as kueue_is_finished
 from simulators.kubernetes.errors import ApiError
+from simulators.kubernetes.faults import FaultError
 from simulators.kubernetes.inprocess import InProcessPool
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import (
@@ -134,6 +153,18 @@ JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID: Final = "jobset.sigs.k8s.io/jobset-uid"
 RESTART_ATTEMPT: Final = "jobset.sigs.k8s.io/restart-attempt"
 COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+REPLICATED_JOB: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX: Final = "jobset.sigs.k8s.io/job-index"
+TRAINER_JOB: Final = "node"
+"""The trainer-step replicatedJob of every runtime the harnesses run a job on (the simulator's
+catalogue, :mod:`simulators.kubernetes.runtimes`): a rank is its Job 0's pod of that
+completion index (kubeflow/trainer v2.3.0 pkg/constants/constants.go: the rank is the
+``batch.kubernetes.io/job-completion-index`` annotation; /work/shared/reference/kubeflow-facts.md
+§4.3, T10)."""
+WEAKENING_RUNTIMES: Final = ("torch-distributed", "jax-distributed")
+"""Stock runtimes every cluster of the harnesses has, whose failed ranks rerun under the
+identity they had (JobSet's ``OnFailure``, Job's ``backoffLimit: 6``: kubeflow-facts.md §4.2):
+:meth:`KubeflowSimHarness.weakening_spec` names the first that is not the adapter's default."""
 EXECUTION: Final = "dispatch/execution"
 HOLD: Final = "dispatch/hold"
 CONTAINER: Final = "node"
@@ -141,6 +172,9 @@ NAMED_AS_IMPLIED: Final = frozenset({LookAlike.NEAR_IDENTITY, LookAlike.UNPARSAB
 """The look-alikes named as their labels imply when their submission is valid."""
 LOOK_ALIKE_SUBMISSIONS: Final = 900
 """Their submissions start here: numbers no check starts."""
+MISNAMED_ZEROS: Final = 32
+"""The most leading zeros of a misnamed look-alike's submission in its name: ``dj-<ulid>-``
+and the zeros and ``1`` fill a TrainJob name's 63 characters."""
 LET_RUN_BOUND: Final = 600
 """Virtual seconds let_run waits for the object's pods to run (a readmission, a pull)."""
 SETTLE_BOUND: Final = 1800
@@ -209,8 +243,8 @@ their nature (``Harness.impossible``); the rest is the simulator's own limit."""
 NO_KUEUE_REQUEUE: Final = (
     "without Kueue nothing on Kubernetes requeues a TrainJob underneath its owner: an "
     "administrator's suspend and resume by hand reruns it under the execution id it had, which "
-    "no adapter sees coming; kubeflow-sim-kueue requeues through Kueue's eviction, which the "
-    "readmission gate readmits"
+    "no adapter sees coming; kubeflow-sim-kueue requeues by an administrator's deactivation "
+    "and reactivation of its Workload, which the readmission gate readmits"
 )
 """Why ``kubeflow-sim`` declines ``requeue_underneath``."""
 KUEUE_NO_STALL: Final = (
@@ -218,6 +252,16 @@ KUEUE_NO_STALL: Final = (
     "waits for an ended run's JobSet to go"
 )
 """Why ``kubeflow-sim-kueue`` declines ``stall_teardown``."""
+POD_QUOTA: Final = sum(node.pods for node in KubeConfig().nodes)
+"""The ClusterQueue's quota of Kueue's ``pods`` resource (kueue ff69552e
+site/content/en/docs/concepts/cluster_queue.md, "pods": Kueue computes the pods a Workload
+requires): what the nodes hold (110 each, the kubelet's default maxPods). A dispatch
+TrainJob's pods request no cpu or memory, so pods are the only quota its Workload holds, and
+the only one a preemptor can take from it."""
+PREEMPTOR_PRIORITY: Final = 1
+"""A preemptor Workload's ``spec.priority``: above the TrainJobs' Workloads (0), so that Kueue
+takes it before the Workload it preempted once that one has released its quota."""
+PREEMPTOR_IMAGE: Final = "registry.k8s.io/pause:3.10"
 HELD_REQUEUE: Final = (
     "Kueue readmits an evicted Workload by itself: there is no state in which the scheduler "
     "keeps a requeued TrainJob held"
@@ -236,6 +280,19 @@ def restarting_runtime() -> JSON:
     return runtime
 
 
+KEEPING_RUNTIMES: Final = ("dispatch-identity", RESTARTING_RUNTIME)
+"""Runtimes every cluster of the harnesses has that keep execution identity (``restartPolicy:
+Never``, ``backoffLimit: 0``; the second's JobSet restarts, each time under a new
+restart-attempt): :meth:`KubeflowSimHarness.keeping_spec` names the first that is not the
+adapter's default."""
+
+
+def naming(spec: JobSpec, runtime: str) -> JobSpec:
+    """``spec`` naming ``runtime`` (the adapter's ``kubeflow.Runtime`` extension)."""
+    extensions = {**spec.extensions, RUNTIME_EXTENSION: runtime}
+    return spec.model_copy(update={"extensions": extensions})
+
+
 NEAR_HOLDS: Final[tuple[tuple[str, str], ...]] = (
     ("0", "dispatch/hold=0 (numbers start at 1)"),
     ("1000000", "dispatch/hold=1000000 (the hold bound)"),
@@ -252,6 +309,9 @@ REACTION_SECONDS: Final = 0.2
 """The controllers' reaction on both clusters (KubeConfig.reaction_seconds): a read right after
 a write finds what the controllers make of it not done yet (with Kueue: no Workload right after
 a TrainJob's create, no eviction right after a Workload's deactivation)."""
+EVICTION_STEPS: Final = 50
+"""Steps of one reaction an administrator waits, after deactivating a Workload, to see Kueue
+evict it before reactivating it (``requeue_underneath``): ten seconds of the clock."""
 STALLED_BY: Final = "sim.dispatch.dev/stalled"
 """The finalizer nobody removes while a stall lasts (``stall_teardown``): the JobSet's deletion
 never completes."""
@@ -458,7 +518,9 @@ class SimCluster:
 
     def __init__(self, kueue: bool, seed: int, *, over_http: bool = False) -> None:
         queue = QueueConfig(
-            admission_checks=(CHECK_NAME,), admission_check_controller=CONTROLLER_NAME
+            pods=POD_QUOTA,
+            admission_checks=(CHECK_NAME,),
+            admission_check_controller=CONTROLLER_NAME,
         )
         namespaces = ("default", "kube-system", "kube-public", OTHER_NAMESPACE)
         config = KubeConfig(
@@ -492,6 +554,8 @@ class SimCluster:
             self.gate = ReadmissionGate(self.plain_client(), namespace=None, clock=self.sim.clock)
         self.kubelet = next(c for c in self.sim.controllers if isinstance(c, Kubelet))
         self.serial = itertools.count(1)
+        self.preemptors: list[tuple[str, str]] = []
+        """The preemptor Workloads (namespace, name) holding quota until the next let_run."""
         self.sim.create(CLUSTERTRAININGRUNTIMES, restarting_runtime())
 
     def configuration(self) -> client.Configuration:
@@ -645,6 +709,28 @@ class SimCluster:
             and not pod["metadata"].get("deletionTimestamp")
         ]
 
+    def rank_pod(self, trainjob: JSON, rank: int) -> JSON:
+        """The pod of rank ``rank`` of the TrainJob's current execution: of its trainer
+        replicatedJob's Job 0 (:data:`TRAINER_JOB`), of completion index ``rank``, of the
+        newest restart attempt (KeyError when there is none)."""
+
+        def attempt(pod: JSON) -> int:
+            text = str(pod["metadata"].get("labels", {}).get(RESTART_ATTEMPT, "0"))
+            return int(text) if text.isdigit() else 0
+
+        pods = [
+            pod
+            for pod in self.pods(trainjob)
+            if (labels := pod["metadata"].get("labels", {})).get(REPLICATED_JOB) == TRAINER_JOB
+            and labels.get(JOB_INDEX, "0") == "0"
+            and labels.get(COMPLETION_INDEX) == str(rank)
+        ]
+        if not pods:
+            raise KeyError(
+                f"TrainJob {trainjob['metadata']['name']} has no live pod of rank {rank}"
+            )
+        return max(pods, key=attempt)
+
     def ranks(self, trainjob: JSON) -> int:
         """How many pods the TrainJob's JobSet runs (replicas times parallelism), 0 if none."""
         metadata = trainjob["metadata"]
@@ -690,6 +776,61 @@ class SimCluster:
             if any(r.get("uid") == uid and r.get("controller") for r in refs):
                 return wl
         return None
+
+    # -- a preemptor -----------------------------------------------------------------------------
+
+    def preemptor_for(self, victim: JSON) -> str:
+        """Make another user's Workload (made directly, as a controller Kueue has no
+        integration for makes one: Kueue admits Workloads that represent an arbitrary
+        workload, kueue ff69552e site/content/en/docs/concepts/workload.md) of a higher
+        priority, :data:`PREEMPTOR_PRIORITY`, asking for every pod of the quota that the
+        Workloads holding quota, ``victim`` aside, leave: it fits only once ``victim`` has
+        released its own. It is pending now, as a preemptor is when Kueue preempts for it
+        (pkg/scheduler/preemption/preemption.go [K6]); once ``victim`` is evicted and requeued,
+        Kueue reserves quota for it first (by priority: ``KueueScheduler.order``), and
+        ``victim`` waits (``QuotaReserved=False``, ``WaitingForQuota``, ``Evicted=True``
+        ``Preempted``) until :meth:`end_preemptions`. The readmission gate never marks its
+        check (it is no dispatch TrainJob's), so it is never admitted and runs no pod: it holds
+        the quota, which is all the preempted Workload sees of a preemptor. Returns its name."""
+        namespace = str(victim["metadata"]["namespace"])
+        held = 0
+        for wl in self.sim.store.select(WORKLOADS):
+            if wl["metadata"].get("uid") == victim["metadata"].get("uid"):
+                continue
+            if not kueue_has_quota(wl) or kueue_is_finished(wl):
+                continue
+            for assigned in (wl["status"].get("admission") or {}).get("podSetAssignments") or []:
+                held += int((assigned.get("resourceUsage") or {}).get(PODS_RESOURCE, 0))
+        name = f"preemptor-{next(self.serial)}"
+        container = {"name": "main", "image": PREEMPTOR_IMAGE}
+        body: JSON = {
+            "apiVersion": WORKLOADS.api_version,
+            "kind": WORKLOADS.kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "active": True,
+                "priority": PREEMPTOR_PRIORITY,
+                "queueName": QUEUE,
+                "podSets": [
+                    {
+                        "name": "main",
+                        "count": POD_QUOTA - held,
+                        "template": {"spec": {"containers": [container]}},
+                    }
+                ],
+            },
+        }
+        self.sim.create(WORKLOADS, body, namespace)
+        self.preemptors.append((namespace, name))
+        return name
+
+    def end_preemptions(self) -> None:
+        """Each preemptor's owner deletes it, its work done: its quota is free again, and Kueue
+        readmits the Workloads it kept waiting."""
+        preemptors, self.preemptors = self.preemptors, []
+        for namespace, name in preemptors:
+            with contextlib.suppress(FaultError):  # gone already
+                self.sim.faults.admin_delete(WORKLOADS, namespace, name)
 
     def executions(self, ref: ObjectRef) -> list[list[dict[str, str]]]:
         """The env each rank of each execution of the ref's TrainJob saw (:meth:`runs`)."""
@@ -754,6 +895,7 @@ class SimPowers(
     Recreates[KubeflowBackend],
     LosesNodes[KubeflowBackend],
     KillsForMemory[KubeflowBackend],
+    Evicts[KubeflowBackend],
     Preempts[KubeflowBackend],
     StallsTeardown[KubeflowBackend],
     LosesReplies[KubeflowBackend],
@@ -782,7 +924,10 @@ class SimPowers(
 
     def _let_run(self, cluster: SimCluster, ref: ObjectRef) -> JSON:
         """Let virtual time pass until every rank of the object runs (bounded); an execution
-        that began meanwhile and has already ended (a command that exits at once) counts."""
+        that began meanwhile and has already ended (a command that exits at once) counts. A
+        preemptor still holding quota (``preempt``) is done first: the scheduler is asked to
+        run the object, and the quota is free for it."""
+        cluster.end_preemptions()
         ran = len(cluster.executions(ref))
         for waited in range(LET_RUN_BOUND + 1):
             trainjob = cluster.require(ref)
@@ -870,16 +1015,43 @@ class SimPowers(
             "act on the OOM kill",
         )
 
-    def preempt(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
-        """Kueue preempts the object's Workload (it is requeued, and readmitted through the
-        gate); without Kueue the scheduler preempts one of its pods."""
+    def evict(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
+        """The kubelet of the node under the object's first rank evicts that rank's pod for
+        node pressure: phase Failed, ``status.reason`` Evicted, ``DisruptionTarget``
+        ``TerminationByKubelet``, grace 0 (https://kubernetes.io/docs/concepts/scheduling-eviction/
+        node-pressure-eviction/ [A4]; /work/shared/reference/kubeflow-facts.md §8.3); virtual
+        time then passes until the TrainJob has ended or its JobSet restarted."""
         cluster = self.cluster_of(backend)
         trainjob = self._let_run(cluster, ref)
-        if cluster.kueue:
-            self._evict(cluster, ref, trainjob, settle=True)
-            return
         pod = cluster.pods(trainjob)[0]["metadata"]
-        cluster.sim.faults.preempt_pod(str(pod["namespace"]), str(pod["name"]))
+        restarts = cluster.restarts(trainjob)
+        cluster.sim.faults.evict_pod(str(pod["namespace"]), str(pod["name"]))
+        self._until(
+            cluster,
+            ref,
+            lambda tj: cluster.finished(tj) or cluster.restarts(tj) > restarts,
+            "act on the eviction",
+        )
+
+    def preempt(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
+        """With Kueue, Kueue preempts the object's Workload for a preemptor of a higher
+        priority (:meth:`SimCluster.preemptor_for`): ``Evicted`` and ``Preempted``, the
+        message naming the preemptor [K6]; the TrainJob is stopped and its Workload requeued
+        (``Requeued=True`` ``Preempted``) [K4; kubeflow-facts.md §8.4, §9 I]. It then waits,
+        queued, for the quota the preemptor holds until the next ``let_run`` (of any object:
+        the preemptor's owner is done, :meth:`SimCluster.end_preemptions`). Returns once the
+        evicted execution's pods have gone. Without Kueue the scheduler preempts one of its
+        pods (``DisruptionTarget`` ``PreemptionByScheduler``)."""
+        cluster = self.cluster_of(backend)
+        trainjob = self._let_run(cluster, ref)
+        if not cluster.kueue:
+            pod = cluster.pods(trainjob)[0]["metadata"]
+            cluster.sim.faults.preempt_pod(str(pod["namespace"]), str(pod["name"]))
+            return
+        namespace, name, wl = self._workload_of(cluster, ref, trainjob)
+        before = self._live_pods(cluster, trainjob)
+        cluster.sim.faults.kueue_preempt(namespace, name, cluster.preemptor_for(wl))
+        self._until(cluster, ref, self._left(cluster, before), "leave its evicted execution")
 
     def requeue_underneath(
         self,
@@ -889,34 +1061,54 @@ class SimPowers(
         in_flight: bool = False,
         held: bool = False,
     ) -> None:
+        """An administrator requeues the running object through Kueue, as its documentation
+        gives it: deactivates its Workload (``spec.active=false``: ``Evicted``
+        ``Deactivated``, the TrainJob stopped, the Workload not requeued) and, once Kueue has
+        evicted it, reactivates it (``Requeued=True`` ``Reactivated``) [K12, K10;
+        kubeflow-facts.md §5.2, §9 J]; Kueue then readmits it through the gate. Without
+        ``in_flight`` the reactivation waits until the evicted execution's pods have gone;
+        with it, it comes at once, and this returns while the TrainJob is being stopped."""
         cluster = self.cluster_of(backend)
         if not cluster.kueue:
             raise CannotInject(Fault.REQUEUE_UNDERNEATH, why=NO_KUEUE_REQUEUE)
         if held:
             raise CannotInject("requeue_underneath(held)", why=HELD_REQUEUE)
-        self._evict(cluster, ref, self._let_run(cluster, ref), settle=not in_flight)
+        trainjob = self._let_run(cluster, ref)
+        namespace, name, _ = self._workload_of(cluster, ref, trainjob)
+        before = self._live_pods(cluster, trainjob)
+        cluster.sim.faults.deactivate(namespace, name)
+        for _ in range(EVICTION_STEPS):
+            wl = cluster.sim.store.peek(WORKLOADS, namespace, name)
+            if wl is None or kueue_is_evicted(wl):
+                break
+            cluster.clock.advance(REACTION_SECONDS)
+        else:
+            raise Rejected(f"Kueue did not evict the deactivated Workload {namespace}/{name}")
+        if not in_flight:
+            self._until(cluster, ref, self._left(cluster, before), "leave its evicted execution")
+        cluster.sim.faults.reactivate(namespace, name)
 
-    def _evict(self, cluster: SimCluster, ref: ObjectRef, trainjob: JSON, *, settle: bool) -> None:
-        """Kueue evicts the Workload (Preempted): the TrainJob is suspended and requeued, and
-        with ``settle`` the harness waits until the evicted execution's pods have gone."""
+    def _workload_of(
+        self, cluster: SimCluster, ref: ObjectRef, trainjob: JSON
+    ) -> tuple[str, str, JSON]:
+        """The TrainJob's Workload: its namespace, name and object."""
         wl = cluster.workload(trainjob)
         if wl is None:
             raise Rejected(f"TrainJob {ref.id} has no Workload")
-        before = {str(p["metadata"]["uid"]) for p in cluster.pods(trainjob)}
-        cluster.sim.faults.kueue_preempt(
-            str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"])
-        )
-        if not settle:
-            return
+        return str(wl["metadata"]["namespace"]), str(wl["metadata"]["name"]), wl
 
-        def gone(tj: JSON) -> bool:
-            live = {
-                str(p["metadata"]["uid"])
-                for p in cluster.sim.store.select(PODS, str(tj["metadata"]["namespace"]))
-            }
+    def _live_pods(self, cluster: SimCluster, trainjob: JSON) -> set[str]:
+        return {str(p["metadata"]["uid"]) for p in cluster.pods(trainjob)}
+
+    def _left(self, cluster: SimCluster, before: set[str]) -> Callable[[JSON], bool]:
+        """Whether none of the pods ``before`` names is left (terminating ones included)."""
+
+        def left(trainjob: JSON) -> bool:
+            namespace = str(trainjob["metadata"]["namespace"])
+            live = {str(p["metadata"]["uid"]) for p in cluster.sim.store.select(PODS, namespace)}
             return not before & live
 
-        self._until(cluster, ref, gone, "leave its evicted execution")
+        return left
 
     def purge(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """An administrator deletes the object (a finished TrainJob stays until someone does)."""
@@ -1252,7 +1444,9 @@ class SimPowers(
     ) -> str:
         """A TrainJob of the look-alike's labels, made by another user (suspended, so it stays
         queued; another namespace for :attr:`LookAlike.OTHER_USER`), named after the job's
-        TrainJobs so that only the labels tell it apart."""
+        TrainJobs so that only the labels tell it apart; a :attr:`LookAlike.MISNAMED` one
+        carries the labels of the job's submission 1 under its form's name, so that only the
+        name does."""
         cluster = self.cluster_of(backend)
         if kind is LookAlike.COMMA_LIST:
             raise CannotInject(look_alike_need(LookAlike.COMMA_LIST), why=COMMA_LIST_WHY)
@@ -1267,6 +1461,8 @@ class SimPowers(
             # would hide a parser lenient on the attempt or the execution.
             submission = str(LOOK_ALIKE_SUBMISSIONS + serial)
             name = f"dj-{str(job_id).lower()}-{submission}"
+        if form.name:
+            name = self._misnamed(cluster, form, job_id, serial)
         if submission is not None:
             labels[SUBMISSION_LABEL] = submission
         annotations = {} if form.attempt is None else {ATTEMPT_ANNOTATION: form.attempt}
@@ -1277,6 +1473,19 @@ class SimPowers(
         if requeued:
             self._requeue_look_alike(cluster, namespace, name)
         return f"{namespace}/{name}"
+
+    def _misnamed(self, cluster: SimCluster, form: Form, job_id: JobID, serial: int) -> str:
+        """The name of the misnamed look-alike ``form`` of ``job_id``: another submission's is
+        one no check starts; the leading zeros are as many as keep the name free (``dj-..-01``
+        unless the job has one already)."""
+        for zeros in range(1, MISNAMED_ZEROS + 1):
+            name = misnamed_name(form, job_id, serial, LOOK_ALIKE_SUBMISSIONS + serial, zeros)
+            if cluster.sim.store.peek(TRAINJOBS, NAMESPACE, name) is None:
+                return name
+        raise CannotInject(
+            look_alike_need(LookAlike.MISNAMED),
+            why=f"{form.about}: every such name up to 63 characters is taken",
+        )
 
     def _requeue_look_alike(self, cluster: SimCluster, namespace: str, name: str) -> None:
         """The look-alike runs, then is suspended again by its owner (back in the queue)."""
@@ -1313,6 +1522,8 @@ class KubeflowSimHarness(
     ObservesImages[KubeflowBackend],
     ShowsInventory[KubeflowBackend],
     RerunsFailures,
+    WeakensIdentity,
+    WritesRankOutput[KubeflowBackend],
     PreflightsFree,
 ):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
@@ -1414,8 +1625,26 @@ class KubeflowSimHarness(
     def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
         """``spec`` on the runtime every cluster of the harness has, whose JobSet restarts
         once after a failure (:func:`restarting_runtime`)."""
-        extensions = {**spec.extensions, RUNTIME_EXTENSION: RESTARTING_RUNTIME}
-        return spec.model_copy(update={"extensions": extensions})
+        return naming(spec, RESTARTING_RUNTIME)
+
+    def weakening_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming a stock runtime, not the adapter's default
+        (:data:`WEAKENING_RUNTIMES`); the harness's adapter has no ``allow_rank_restart``."""
+        return naming(spec, next(r for r in WEAKENING_RUNTIMES if r != self.default_runtime))
+
+    def keeping_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming an identity-keeping runtime, not the adapter's default
+        (:data:`KEEPING_RUNTIMES`)."""
+        return naming(spec, next(r for r in KEEPING_RUNTIMES if r != self.default_runtime))
+
+    def rank_writes(self, backend: KubeflowBackend, ref: ObjectRef, rank: int, text: str) -> None:
+        """The ``node`` container of rank ``rank``'s pod (:meth:`SimCluster.rank_pod`) writes
+        ``text`` to its log now, as its process would: the simulated kubelet keeps it with the
+        container's run, and ``GET pods/<pod>/log`` answers it (kubelet.write_log)."""
+        cluster = self.cluster_of(backend)
+        pod = cluster.rank_pod(cluster.require(ref), rank)["metadata"]
+        with cluster.sim.lock:
+            write_log(cluster.sim.cluster, str(pod["namespace"]), str(pod["name"]), CONTAINER, text)
 
     def clock(self, backend: KubeflowBackend) -> Clock:
         return self.cluster_of(backend).clock

@@ -55,6 +55,7 @@ from conformance.harness import (
 )
 from conformance.powers import (
     DisablesHistory,
+    Evicts,
     FailsBeforeEffect,
     FailsBetweenSteps,
     IgnoresStops,
@@ -110,6 +111,9 @@ IMPOSSIBLE: Final[Mapping[Shape, frozenset[str]]] = {
             race_need(Race.TOUCHED),  # the memory cluster's writes carry no version
             Probe.SELF_RESTARTS,  # as Slurm, it reruns no failed job by itself
             Probe.IMAGES,  # as Slurm, no container image
+            Probe.RUNTIMES,  # as Slurm, no runtime a spec could name
+            look_alike_need(LookAlike.MISNAMED),  # the name is the key; the cluster gives ids
+            Fault.EVICT,  # as on Slurm, a node evicts no job for its own sake
             *NO_REPLY_TEXT,
         ]
     ),
@@ -119,6 +123,7 @@ IMPOSSIBLE: Final[Mapping[Shape, frozenset[str]]] = {
             Fault.REUSE_ID_NEXT,  # as on Kubernetes, the client names each object
             Fault.DISABLE_HISTORY,  # as on Kubernetes, no history to switch off
             look_alike_need(LookAlike.COMMA_LIST),  # a label value holds no comma
+            look_alike_need(LookAlike.MISNAMED),  # its identity implies no name
             *NO_REPLY_TEXT,
         ]
     ),
@@ -137,6 +142,14 @@ REFUSED: Final[Mapping[str, str]] = {
     Probe.SELF_RESTARTS: (
         "the memory scheduler never reruns a failed object by itself: its adapter declares the "
         "restart rule no"
+    ),
+    Probe.RUNTIMES: (
+        "a memory job's spec names no runtime: whether the memory adapter weakens identity is "
+        "its identity_weakened setting (a text, or a function of the spec), no runtime's"
+    ),
+    Probe.RANK_OUTPUT: (
+        "the memory scheduler runs no command and keeps no output: its adapter declares "
+        "OutputRead no"
     ),
     Fault.STALL_TEARDOWN: (
         "the memory scheduler takes an ended object's run down at once: no requeue waits for it"
@@ -176,6 +189,10 @@ KUBE_REFUSED: Final[Mapping[str, str]] = {
     look_alike_need(LookAlike.COMMA_LIST): (
         "a Kubernetes label value cannot hold a comma, and a label selector never splits one"
     ),
+    look_alike_need(LookAlike.MISNAMED): (
+        "the kubeflow shape carries the identity in its annotations alone and implies no name "
+        "by it: an object of the job's label and identity under any name is the job's"
+    ),
 }
 """What the kubeflow shape declines of the powers the harness implements for the Slurm shape,
 and why (:meth:`MemoryHarness.declines`)."""
@@ -183,6 +200,17 @@ SLURM_NO_RECREATE: Final = (
     "the Slurm shape hands out every id itself: nobody makes a job under the id of one that is gone"
 )
 """Why the Slurm shape declines ``recreate``, which the harness implements for the kubeflow
+shape."""
+SLURM_NO_MISNAMED: Final = (
+    "the Slurm shape's name is the job's lookup key and the cluster hands out every id: no "
+    "object carries the job's key under an id its identity does not imply"
+)
+"""Why the Slurm shape declines ``look_alike:misnamed``."""
+SLURM_NO_EVICT: Final = (
+    "as on Slurm, a node of the Slurm shape evicts no job for its own sake: one short of memory "
+    "kills it for its memory (oom_kill)"
+)
+"""Why the Slurm shape declines ``evict``, which the harness implements for the kubeflow
 shape."""
 
 CASE_FORMS: Final = ("the ULID in upper case", "odd letters upper", "even letters upper")
@@ -314,6 +342,7 @@ class MemoryFaults(
     Recreates[MemoryBackend],
     LosesNodes[MemoryBackend],
     KillsForMemory[MemoryBackend],
+    Evicts[MemoryBackend],
     Preempts[MemoryBackend],
     LagsHistory[MemoryBackend],
     DisablesHistory[MemoryBackend],
@@ -364,6 +393,14 @@ class MemoryFaults(
 
     def oom_kill(self, backend: MemoryBackend, ref: ObjectRef) -> None:
         backend.cluster.fail(ref.id, Cause.OUT_OF_MEMORY)
+
+    def evict(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        """Kubeflow shape: the node under a rank evicts it (as a kubelet's node-pressure
+        eviction fails the pod, and under an identity-keeping runtime the object), so the
+        object fails, evicted. The Slurm shape's nodes evict nothing."""
+        if not self._kube(backend):
+            raise CannotInject(Fault.EVICT, why=SLURM_NO_EVICT)
+        backend.cluster.fail(ref.id, Cause.EVICTED)
 
     def preempt(self, backend: MemoryBackend, ref: ObjectRef) -> None:
         """Requeued when requeueable (as a lost node requeues it), else failed, preempted."""
@@ -654,13 +691,18 @@ class MemoryHarness(
 
     def declines(self, need: str) -> str | None:
         """What neither shape gives (:data:`REFUSED`), what the kubeflow shape cannot have of
-        the Slurm shape's powers (:data:`KUBE_REFUSED`), and the Slurm shape's ``recreate``."""
+        the Slurm shape's powers (:data:`KUBE_REFUSED`), and the Slurm shape's ``recreate``,
+        ``look_alike:misnamed`` and ``evict``."""
         if need in REFUSED:
             return REFUSED[need]
         if self.shape == "kubeflow":
             return KUBE_REFUSED.get(need)
         if need == Fault.RECREATE:
             return SLURM_NO_RECREATE
+        if need == look_alike_need(LookAlike.MISNAMED):
+            return SLURM_NO_MISNAMED
+        if need == Fault.EVICT:
+            return SLURM_NO_EVICT
         return None
 
     def new_backend(self) -> MemoryBackend:
@@ -731,6 +773,7 @@ __all__ = [
     "KUBEFLOW_SHAPE",
     "KUBE_REFUSED",
     "REFUSED",
+    "SLURM_NO_EVICT",
     "SLURM_NO_RECREATE",
     "SLURM_SHAPE",
     "MemoryFaults",

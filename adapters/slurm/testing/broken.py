@@ -516,7 +516,8 @@ CATALOGUE: Final[Sequence[Broken]] = (
         "submitted_requeueable",
         SubmittedRequeueable.__doc__ or "",
         SubmittedRequeueable,
-        only=("SAFE-005",),
+        # CAUSE-002 too: a preemption requeues the job, which then shows cause requeued.
+        only=("CAUSE-002", "SAFE-005"),
     ),
     Broken("signal_dropped", SignalDropped.__doc__ or "", SignalDropped, only=("CAP-018",)),
     Broken(

@@ -42,9 +42,12 @@ from adapters.slurm.testing.lookalikes import (
     slurm_look_alike_forms,
 )
 from adapters.slurm.testing.sim import (
+    NO_EVICT,
     NO_IMAGES,
+    NO_MISNAMED,
     NO_RECREATE,
     NO_RETRIES,
+    NO_RUNTIMES,
     NO_SELF_RESTARTS,
     NO_TOUCHED,
     SLURM_IDENTITY,
@@ -97,10 +100,13 @@ OTHER_USER_REFUSED: Final = (
 """Why slurm-local, run by a user other than root, declines ``look_alike:other_user``."""
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.RECREATE: NO_RECREATE,
+    Fault.EVICT: NO_EVICT,
+    look_alike_need(LookAlike.MISNAMED): NO_MISNAMED,
     race_need(Race.TOUCHED): NO_TOUCHED,
     Fault.FAIL_EVERY_TRY: NO_RETRIES,
     Probe.SELF_RESTARTS: NO_SELF_RESTARTS,
     Probe.IMAGES: NO_IMAGES,
+    Probe.RUNTIMES: NO_RUNTIMES,
     Fault.LOSE_NODE: "downing a real node would hit every job on it",
     Fault.PREEMPT: "a real preemption needs a PreemptType and a job of a higher priority or QOS "
     "taking the running job's node",

@@ -72,6 +72,7 @@ from conformance.harness import (
     Shown,
     Signalled,
     advance_to_residue,
+    look_alike_need,
     race_need,
 )
 from conformance.powers import (
@@ -103,9 +104,11 @@ from conformance.powers import (
     TellsUnfired,
     VanishesBeforeReadBack,
     WritesNearHolds,
+    WritesRankOutput,
 )
 from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected, VirtualClock
 from simulators.slurm import Job, JobState, SlurmConfig, SlurmSim
+from simulators.slurm.commands.scontrol import expand_path
 from simulators.slurm.execute import LAUNCH_FAILED, ExecuteMode, Running
 
 SCRATCH_ENV: Final = "DISPATCH_SIM_SCRATCH"
@@ -158,7 +161,10 @@ SLURM_IMPOSSIBLE: Final = frozenset(
         race_need(Race.TOUCHED),  # scontrol update carries no version another writer moves
         Probe.SELF_RESTARTS,  # Slurm reruns no failed job by itself (only a node failure's)
         Probe.IMAGES,  # a job's steps run on the node as they are, in no container image
+        Probe.RUNTIMES,  # a job names no runtime: failed tasks are never rerun in place
         Fault.FAIL_EVERY_TRY,  # the Slurm adapter retries no write: its one try is every try
+        look_alike_need(LookAlike.MISNAMED),  # the name is the key; slurmctld hands out ids
+        Fault.EVICT,  # a Slurm node evicts no job: short of memory, it kills a step (oom_kill)
     ]
 )
 """What no Slurm harness can show, by Slurm's nature (``Harness.impossible``)."""
@@ -207,12 +213,28 @@ NO_TOUCHED: Final = (
 NO_RETRIES: Final = (
     "the Slurm adapter retries no write within a call: fail_before_effect is its every try"
 )
+NO_RUNTIMES: Final = (
+    "a Slurm job names no runtime that could rerun a failed task under the identity it had: "
+    "the Slurm adapter weakens execution identity for no spec"
+)
+NO_MISNAMED: Final = (
+    "a Slurm job's name is the job's lookup key and slurmctld hands out every job id: no job "
+    "carries the job's key under an id its identity does not imply"
+)
+NO_EVICT: Final = (
+    "a Slurm node evicts no job for its own sake: a node short of memory has the kernel kill a "
+    "step for its memory (OUT_OF_MEMORY, which oom_kill shows), and a drained node lets its "
+    "jobs run on"
+)
 SLURM_IMPOSSIBLE_WHY: Final[Mapping[str, str]] = {
     Fault.RECREATE: NO_RECREATE,
+    Fault.EVICT: NO_EVICT,
+    look_alike_need(LookAlike.MISNAMED): NO_MISNAMED,
     Fault.STALL_TEARDOWN: NO_STALL,
     race_need(Race.TOUCHED): NO_TOUCHED,
     Probe.SELF_RESTARTS: NO_SELF_RESTARTS,
     Probe.IMAGES: NO_IMAGES,
+    Probe.RUNTIMES: NO_RUNTIMES,
     Fault.FAIL_EVERY_TRY: NO_RETRIES,
 }
 """Why a Slurm harness cannot give each need of :data:`SLURM_IMPOSSIBLE` (the reason a
@@ -501,6 +523,7 @@ class SlurmSimHarness(
     ObservesSignals[SlurmBackend],
     ShowsInventory[SlurmBackend],
     ShowsPaths[SlurmBackend],
+    WritesRankOutput[SlurmBackend],
     RunsCommands,
     PreflightsFree,
 ):
@@ -562,6 +585,21 @@ class SlurmSimHarness(
 
     def inventory(self, backend: SlurmBackend) -> Sequence[str]:
         return sim_cluster(backend).inventory()
+
+    def rank_writes(self, backend: SlurmBackend, ref: ObjectRef, rank: int, text: str) -> None:
+        """Task ``rank`` of the running job writes the line ``text`` to its stdout now: it goes
+        to the end of the job's output file (``StdOut``), where srun puts every task's stdout
+        unless told otherwise (srun(1), Slurm 22.05, "IO Redirection": "By default, stdout and
+        stderr will be redirected from all tasks to the stdout and stderr of srun", which a
+        batch step's srun has in the job's output file)."""
+        job = sim_cluster(backend).require(ref)
+        sub = job.submission
+        tasks = sub.ntasks or sub.nodes * (sub.ntasks_per_node or 1)
+        if job.state is not JobState.RUNNING or not 0 <= rank < tasks:
+            raise Rejected(f"job {job.job_id} ({job.state}, {tasks} tasks) runs no task {rank}")
+        path = expand_path(sub.stdout or "slurm-%j.out", job, sub.work_dir)
+        with open(path, "a", encoding="utf-8") as output:
+            output.write(f"{text}\n")
 
     # -- the scheduler -----------------------------------------------------------------------------
 
@@ -905,9 +943,12 @@ def slurm_sim_nocomment() -> SlurmSimHarness:
 
 __all__ = [
     "KEEPS_COMMENTS",
+    "NO_EVICT",
     "NO_IMAGES",
+    "NO_MISNAMED",
     "NO_RECREATE",
     "NO_RETRIES",
+    "NO_RUNTIMES",
     "NO_SELF_RESTARTS",
     "NO_STALL",
     "NO_TOUCHED",

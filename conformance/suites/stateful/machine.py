@@ -71,6 +71,7 @@ LOOK_ALIKE_DRAWS: tuple[LookAlike, ...] = (
     LookAlike.COMMA_LIST,
     LookAlike.NO_IDENTITY,
     LookAlike.OTHER_USER,
+    LookAlike.MISNAMED,
 )
 """The look-alike kinds a program draws from (those find most often gets wrong, twice)."""
 
@@ -649,7 +650,8 @@ class Machine(RuleBasedStateMachine):
     )
     def look_alike(self, letter: str, kind: LookAlike, variant: int) -> None:
         """An object that looks like the job's: keyed like it (a case variant, a comma list),
-        or keyed exactly with an identity a strict parser refuses or none, or another user's."""
+        or keyed exactly with an identity a strict parser refuses or none, or with a valid one
+        under a native id it does not imply, or another user's."""
         job = self.jobs[letter]
         other = self.jobs["AB"[letter == "A"]]
         faults = self.faults

@@ -128,7 +128,8 @@ class Injected:
     @property
     def foreign(self) -> bool:
         """Whether find must report it as foreign (it has the job's exact key and an identity
-        that does not parse, or none), rather than not at all."""
+        that does not parse, or none, or one under a native id it does not imply), rather than
+        not at all."""
         return self.kind.foreign
 
 

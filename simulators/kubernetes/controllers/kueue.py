@@ -9,15 +9,16 @@ Three controllers, run in this order (``CONTROLLERS``):
 - :class:`WorkloadController` (pkg/controller/core/workload_controller.go [K10]): deactivation
   and reactivation, ``admission-gated-by``, the admission-check states, check-based eviction,
   the ``Admitted`` condition.
-- :class:`KueueScheduler` (pkg/scheduler): quota reservation in a ClusterQueue, FIFO by
-  creation time then namespace and name; no preemption of its own (the ClusterQueue's
+- :class:`KueueScheduler` (pkg/scheduler): quota reservation in a ClusterQueue, by priority
+  then FIFO by creation time then namespace and name; no preemption of its own (the ClusterQueue's
   ``withinClusterQueue`` is ``Never``): :func:`preempt` is the fault that evicts as the
   preemptor would.
 
 Feature gates as at the pin [K11]: ``AdmissionGatedBy`` and ``UnadmittedWorkloadsObservability``
 on, ``UnadmittedWorkloadsExplicitStatus`` and ``ShortWorkloadNames`` off,
-``AssignQueueLabelsForPods`` on. Not modelled: cohorts and borrowing, priorities and
-priority-based preemption, ``waitForPodsReady``, TAS, MultiKueue, the ``resource-in-use``
+``AssignQueueLabelsForPods`` on. Not modelled: cohorts and borrowing, priority classes and the
+scheduler's own priority-based preemption (``spec.priority`` orders the queue only),
+``waitForPodsReady``, TAS, MultiKueue, the ``resource-in-use``
 finalizer, AdmissionCheck ``Active`` gating the ClusterQueue, queue ``stopPolicy``.
 """
 
@@ -63,6 +64,9 @@ from simulators.kubernetes.resources import (
 from simulators.kubernetes.store import Event, Key, Store
 from simulators.kubernetes.validation import is_dns1123_label
 
+PODS_RESOURCE: Final = "pods"
+"""The resource a ClusterQueue may cover to count pods (corev1.ResourcePods; at the pin,
+pkg/scheduler/flavorassigner/flavorassigner.go and pkg/resources/requests.go)."""
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 """pkg/controller/constants/constants.go QueueLabel [K8]."""
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
@@ -417,8 +421,9 @@ def bootstrap(config: QueueConfig, nodes: Iterable[NodeConfig]) -> list[tuple[Re
     """The ResourceFlavor, AdmissionChecks, ClusterQueue and LocalQueue of a QueueConfig, in order.
 
     The ClusterQueue's nominal cpu/memory quota is the config's, or else the nodes' total (plus
-    ``nvidia.com/gpu`` when the nodes have any); it lists the config's AdmissionChecks in
-    ``admissionChecksStrategy`` (v1beta2 dropped the plain ``admissionChecks`` list).
+    ``nvidia.com/gpu`` when the nodes have any, and ``pods`` when the config gives a pods
+    quota); it lists the config's AdmissionChecks in ``admissionChecksStrategy`` (v1beta2
+    dropped the plain ``admissionChecks`` list).
     """
     listed = list(nodes)
     cpu = config.cpu if config.cpu is not None else sum(int(n.cpu) for n in listed)
@@ -432,6 +437,9 @@ def bootstrap(config: QueueConfig, nodes: Iterable[NodeConfig]) -> list[tuple[Re
     if gpu:
         covered.append("nvidia.com/gpu")
         quotas.append({"name": "nvidia.com/gpu", "nominalQuota": str(gpu)})
+    if config.pods is not None:
+        covered.append(PODS_RESOURCE)
+        quotas.append({"name": PODS_RESOURCE, "nominalQuota": str(config.pods)})
     cq_spec: JSON = {
         "namespaceSelector": {},
         "queueingStrategy": "BestEffortFIFO",
@@ -1068,6 +1076,22 @@ def _usage_of(admission: JSON) -> dict[tuple[str, str], int]:
     return usage
 
 
+def with_pods(
+    needs: list[tuple[str, int, dict[str, int]]],
+) -> list[tuple[str, int, dict[str, int]]]:
+    """Each podSet's requests and its count of ``pods``: what the flavor assigner asks of a
+    ClusterQueue that covers the ``pods`` resource, whatever the containers request
+    (pkg/scheduler/flavorassigner/flavorassigner.go at the pin: ``podSet.Requests.Set(
+    ResourcePods, podSet.Count)`` when ``a.cq.RGByResource(ResourcePods) != nil``)."""
+    return [(name, count, {**requests, PODS_RESOURCE: count}) for name, count, requests in needs]
+
+
+def priority_of(wl: JSON) -> int:
+    """The Workload's ``spec.priority`` (0 when unset)."""
+    value = wl.get("spec", {}).get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def _schedulable(wl: JSON) -> bool:
     """Pending in the queue: active, unfinished, unreserved, ungated, requeued if evicted."""
     if meta(wl).get("deletionTimestamp") or is_finished(wl) or not is_active(wl):
@@ -1082,9 +1106,11 @@ class KueueScheduler(_Retrying):
     """The scheduler's quota reservation, per ClusterQueue (primary CLUSTERQUEUES).
 
     Usage is the ``resourceUsage`` of every Workload holding ``QuotaReserved=True`` and not
-    ``Finished``. Pending Workloads are taken FIFO by creation time, then namespace and name
-    (BestEffortFIFO: one that does not fit does not block the ones after it). A Workload fits a
-    flavor when every podSet's requests x count fit the flavor's nominal quota less the usage;
+    ``Finished``. Pending Workloads are taken by priority (``spec.priority``, higher first),
+    then FIFO by creation time, then namespace and name (pkg/cache/queue/cluster_queue.go
+    baseCompareFunc at the pin; BestEffortFIFO: one that does not fit does not block the ones after
+    it). A Workload fits a flavor when every podSet's requests x count (and its count of
+    ``pods``, where the ClusterQueue covers them) fit the flavor's nominal quota less the usage;
     it then gets ``status.admission`` and ``QuotaReserved=True`` "Quota reserved in ClusterQueue
     <cq>", ``Evicted``/``Preempted`` turned False "Previously: ...", and ``Admitted`` synced
     (pkg/workload/workload.go SetQuotaReservation). Otherwise ``QuotaReserved=False`` with
@@ -1121,15 +1147,19 @@ class KueueScheduler(_Retrying):
             self._needs[key] = found
         return found
 
-    def order(self, wl: JSON) -> tuple[float, str, str]:
-        """The queue order: creation time, then namespace and name (cached by uid)."""
+    def order(self, wl: JSON) -> tuple[int, float, str, str]:
+        """The queue order: priority (higher first), then creation time, then namespace and
+        name (the last three cached by uid). Upstream breaks a tie of priority and time by uid;
+        a preemption keeps the preempted Workload's creation time (pkg/workload/workload.go
+        GetQueueOrderTimestamp at the pin moves only a PodsReady timeout's or an admission
+        check's eviction to its time)."""
         uid = uid_of(wl)
         found = self._order.get(uid)
         if found is None:
             created = parse_timestamp(str(meta(wl).get("creationTimestamp")))
             found = (created, namespace_of(wl), name_of(wl))
             self._order[uid] = found
-        return found
+        return (-priority_of(wl), *found)
 
     def keys_for(self, event: Event) -> Iterable[Key]:
         """The ClusterQueues an event concerns; Workload events also keep the index current."""
@@ -1241,9 +1271,10 @@ class KueueScheduler(_Retrying):
         waiting = len(pending_keys & parked)
         pending.sort(key=self.order)
         required = cq_checks(cq)
+        covers_pods = any(PODS_RESOURCE in quotas for _, quotas in nominal)
         still_pending = 0
         for wl in pending:
-            needs = self.needs(wl)
+            needs = with_pods(self.needs(wl)) if covers_pods else self.needs(wl)
             flavor, reason, message = self._assign(nominal, usage, needs)
             if flavor is not None:
                 admission = self._admission(name, flavor, needs)

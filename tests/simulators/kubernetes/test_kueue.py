@@ -118,14 +118,16 @@ def trainjob(
     }
 
 
-def make(cpu: int | None = 4, checks: tuple[str, ...] = (), gc: bool = False) -> Env:
+def make(
+    cpu: int | None = 4, checks: tuple[str, ...] = (), gc: bool = False, pods: int | None = None
+) -> Env:
     clock = VirtualClock()
     rng = random.Random(0)
     store = Store(rng=rng, now=clock.now)
     store.create(NAMESPACES, "", {"metadata": {"name": NS}}, internal=True)
     for runtime in catalogue(["torch-distributed"]):
         store.create(CLUSTERTRAININGRUNTIMES, "", runtime, internal=True)
-    queue = QueueConfig(cpu=cpu, admission_checks=checks)
+    queue = QueueConfig(cpu=cpu, admission_checks=checks, pods=pods)
     for resource, obj in kq.bootstrap(queue, [NodeConfig("node-0")]):
         store.create(resource, namespace_of(obj), obj, internal=True)
     store.admission[:] = [KueueTrainJobWebhook(), KueueWorkloadWebhook()]
@@ -813,3 +815,75 @@ def test_pending_workloads_are_admitted_in_creation_then_name_order() -> None:
     assert reserved() == ["a"]
     complete(env, "a")
     assert reserved() == ["b"]
+
+
+def standalone_workload(name: str, pods: int, priority: int) -> JSON:
+    """A Workload made directly (no job), as another user may make one for Kueue to admit."""
+    return {
+        "apiVersion": WORKLOADS.api_version,
+        "kind": WORKLOADS.kind,
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "active": True,
+            "priority": priority,
+            "queueName": "user-queue",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": pods,
+                    "template": {"spec": {"containers": [{"name": "main", "image": "pause"}]}},
+                }
+            ],
+        },
+    }
+
+
+def test_a_cluster_queue_covering_pods_counts_each_podsets_pods() -> None:
+    """flavorassigner.go: with ``pods`` covered, each podSet asks for its count of pods, whatever
+    its containers request; a Workload that would pass the pods quota waits for it."""
+    made = kq.bootstrap(QueueConfig(pods=7), [NodeConfig("node-0")])
+    cq = next(obj for resource, obj in made if resource is CLUSTERQUEUES)
+    (group,) = cq["spec"]["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "pods"]
+    assert group["flavors"][0]["resources"][-1] == {"name": "pods", "nominalQuota": "7"}
+    env = make(pods=3)
+    env.submit("tj", cpu="1", nodes=2)
+    (assigned,) = env.wl("tj")["status"]["admission"]["podSetAssignments"]
+    assert assigned["resourceUsage"]["pods"] == "2"
+    assert assigned["flavors"]["pods"] == "default-flavor"
+    env.store.create(WORKLOADS, NS, standalone_workload("other", 2, 0))
+    env.settle()
+    other = env.store.get(WORKLOADS, NS, "other")
+    status, reason, message = cond(other, "QuotaReserved")
+    assert (status, reason) == ("False", "WaitingForQuota")
+    assert "insufficient unused quota for pods in flavor default-flavor, 1 more needed" in message
+
+
+def test_a_preempted_workload_waits_while_its_higher_priority_preemptor_holds_quota() -> None:
+    """cluster_queue.go baseCompareFunc: priority first, then time; preemption.go: the message
+    names the preemptor; the preempted Workload stays Evicted/Preempted, Requeued/Preempted and
+    WaitingForQuota until the preemptor goes, then is readmitted."""
+    env = make(pods=2)
+    env.submit("tj", cpu="1", nodes=2)
+    env.tj_status("tj", jobsStatus=[{"name": "node", "active": 1}])
+    victim = meta(env.wl("tj"))["name"]
+    made = env.store.create(WORKLOADS, NS, standalone_workload("preemptor", 2, 1))
+    env.settle()
+    assert cond(env.store.get(WORKLOADS, NS, "preemptor"), "QuotaReserved")[1] == "WaitingForQuota"
+    kq.preempt(env.cluster, NS, victim, "preemptor")
+    env.settle()
+    assert f"(UID: {meta(made)['uid']}, JobUID: UNKNOWN)" in cond(env.wl("tj"), "Evicted")[2]
+    env.tj_status("tj", jobsStatus=[{"name": "node", "active": 0}])
+    env.runner.advance(60)
+    wl = env.wl("tj")
+    assert cond(env.store.get(WORKLOADS, NS, "preemptor"), "QuotaReserved")[0] == "True"
+    assert cond(wl, "QuotaReserved")[:2] == ("False", "WaitingForQuota")
+    assert cond(wl, "Evicted")[:2] == ("True", "Preempted")
+    assert cond(wl, "Requeued")[:2] == ("True", "Preempted")
+    assert env.tj("tj")["spec"]["suspend"] is True
+    env.store.delete(WORKLOADS, NS, "preemptor")
+    env.settle()
+    wl = env.wl("tj")
+    assert cond(wl, "QuotaReserved")[0] == "True"
+    assert cond(wl, "Evicted")[:2] == ("False", "QuotaReserved")
+    assert env.tj("tj")["spec"]["suspend"] is False
