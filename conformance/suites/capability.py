@@ -1140,6 +1140,24 @@ FOLLOW_BOUND: Final = 600.0
 """Seconds of the cluster's clock a follow of a job that prints one line and exits may take."""
 
 
+def follow_to_the_end(ctx: Context, backend: OutputReader, ref: ObjectRef, since: str) -> bytes:
+    """What ``follow_output(ref)`` yielded until it returned; the check fails when it goes on
+    :data:`FOLLOW_BOUND` s (``since`` says since what, for the message) or raises."""
+    began = ctx.clock.now()
+    followed = b""
+    try:
+        for chunk in backend.follow_output(ref):
+            followed += chunk
+            if ctx.clock.now() - began > FOLLOW_BOUND:
+                ctx.fail(
+                    f"follow_output({ref.id}) went on {FOLLOW_BOUND:.0f} s {since}: it must "
+                    "return once the execution ends"
+                )
+    except DispatchError as error:
+        ctx.fail(f"follow_output({ref.id}) raised {type(error).__name__} ({error})")
+    return followed
+
+
 @check(
     "CAP-021",
     clause=f"{BEHAVIOUR_CLAUSE}: OutputFollow, as OutputReader.follow_output requires",
@@ -1157,18 +1175,9 @@ def output_follow_honoured(ctx: Context) -> None:
     backend = ctx.backend
     assert isinstance(backend, OutputReader)  # the check's interface need
     ref = printing(ctx, spec)
-    began = ctx.clock.now()
-    followed = b""
-    try:
-        for chunk in backend.follow_output(ref):
-            followed += chunk
-            if ctx.clock.now() - began > FOLLOW_BOUND:
-                ctx.fail(
-                    f"follow_output({ref.id}) went on {FOLLOW_BOUND:.0f} s after its job, "
-                    "which prints one line and exits, began: it must return once the job ends"
-                )
-    except DispatchError as error:
-        ctx.fail(f"follow_output({ref.id}) raised {type(error).__name__} ({error})")
+    followed = follow_to_the_end(
+        ctx, backend, ref, "after its job, which prints one line and exits, began"
+    )
     ctx.expect(
         marker in followed,
         f"declares OutputFollow yes, but follow_output({ref.id}) returned {followed[:200]!r} "
@@ -1238,18 +1247,7 @@ def output_of_rank_zero(ctx: Context) -> None:
             f"({ranks[0].decode()!r}); it read {rank_lines(ranks, text)}: {text[:200]!r}"
         ) from None
     ctx.faults.finish(ref, 0)
-    began = ctx.clock.now()
-    followed = b""
-    try:
-        for chunk in backend.follow_output(ref):
-            followed += chunk
-            if ctx.clock.now() - began > FOLLOW_BOUND:
-                ctx.fail(
-                    f"follow_output({ref.id}) went on {FOLLOW_BOUND:.0f} s after it was called "
-                    "on a job that had ended: it must return once the execution ends"
-                )
-    except DispatchError as error:
-        ctx.fail(f"follow_output({ref.id}) raised {type(error).__name__} ({error})")
+    followed = follow_to_the_end(ctx, backend, ref, "after it was called on a job that had ended")
     ctx.expect(
         ranks[0] in followed,
         f"follow_output({ref.id}) of {job}, once it ended, returned {rank_lines(ranks, followed)} "

@@ -712,18 +712,27 @@ def start_timed_out_before_effect(ctx: Context) -> None:
     lost_start(ctx, "fail_before_effect(start)", lambda: ctx.faults.fail_before_effect("start"))
 
 
-def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: str) -> None:
-    """Submission 2's start under ``fault``, then again: one object for it, not ``earlier``
-    (submission 1's)."""
-    what = f"start of submission 2 with the fault {fault}"
+def start_under_fault(
+    ctx: Context, plan: Plan, submission: int, fault: str, what: str
+) -> ObjectRef | None:
+    """``start`` of ``submission`` (attempt 1) with ``fault`` armed before it: its ref, or
+    None when it raised OutcomeUnknown (any other error fails the check); the fault fired."""
     lost: ObjectRef | None = None
     try:
-        lost = ctx.start(plan, submission=2, attempt=1)
+        lost = ctx.start(plan, submission=submission, attempt=1)
     except OutcomeUnknown:
         pass
     except DispatchError as error:
         ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
     fired(ctx, fault.partition(" ")[0], what)
+    return lost
+
+
+def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: str) -> None:
+    """Submission 2's start under ``fault``, then again: one object for it, not ``earlier``
+    (submission 1's)."""
+    what = f"start of submission 2 with the fault {fault}"
+    lost = start_under_fault(ctx, plan, 2, fault, what)
     if lost is None and fault.endswith(ReplyLoss.GARBLED.value):
         # The command said it succeeded: the object is there to be read back.
         seen = found(ctx, plan.job, f"after the {what} raised OutcomeUnknown")
@@ -801,14 +810,7 @@ def lost_start_among(
             made[native] = f"the {kind.value} look-alike {native} ({form})"
     what = f"start of submission 1 with {len(made)} look-alikes present and the fault {fault}"
     arm()
-    lost: ObjectRef | None = None
-    try:
-        lost = ctx.start(plan, submission=1, attempt=1)
-    except OutcomeUnknown:
-        pass
-    except DispatchError as error:
-        ctx.fail(f"{what} raised {type(error).__name__} ({error}), not OutcomeUnknown")
-    fired(ctx, fault.partition(" ")[0], what)
+    lost = start_under_fault(ctx, plan, 1, fault, what)
     ref = call(ctx, f"start again after the {what}", lambda: ctx.start(plan, 1, 1))
     for answer, said in ((lost, what), (ref, f"start again after the {what}")):
         if answer is not None:
