@@ -133,6 +133,7 @@ from simulators.kubernetes.controllers.kueue import is_evicted as kueue_is_evict
 from simulators.kubernetes.controllers.kueue import is_finished as kueue_is_finished
 from simulators.kubernetes.errors import ApiError
 from simulators.kubernetes.faults import FaultError
+from simulators.kubernetes.faults import Faults as KubeFaults
 from simulators.kubernetes.inprocess import InProcessPool
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import (
@@ -1003,17 +1004,7 @@ class SimPowers(
     def oom_kill(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The first rank's container is killed for its memory (OOMKilled, exit 137); virtual
         time then passes until the TrainJob has ended or its JobSet restarted."""
-        cluster = self.cluster_of(backend)
-        trainjob = self._let_run(cluster, ref)
-        pod = cluster.pods(trainjob)[0]["metadata"]
-        restarts = cluster.restarts(trainjob)
-        cluster.sim.faults.oom_kill(str(pod["namespace"]), str(pod["name"]))
-        self._until(
-            cluster,
-            ref,
-            lambda tj: cluster.finished(tj) or cluster.restarts(tj) > restarts,
-            "act on the OOM kill",
-        )
+        self._end_first_rank(backend, ref, "the OOM kill", lambda f: f.oom_kill)
 
     def evict(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """The kubelet of the node under the object's first rank evicts that rank's pod for
@@ -1021,16 +1012,27 @@ class SimPowers(
         ``TerminationByKubelet``, grace 0 (https://kubernetes.io/docs/concepts/scheduling-eviction/
         node-pressure-eviction/ [A4]; /work/shared/reference/kubeflow-facts.md §8.3); virtual
         time then passes until the TrainJob has ended or its JobSet restarted."""
+        self._end_first_rank(backend, ref, "the eviction", lambda f: f.evict_pod)
+
+    def _end_first_rank(
+        self,
+        backend: KubeflowBackend,
+        ref: ObjectRef,
+        what: str,
+        fault: Callable[[KubeFaults], Callable[[str, str], object]],
+    ) -> None:
+        """The running object's first rank's pod ends by ``fault`` (a kubelet's act on it);
+        virtual time then passes until the TrainJob has ended or its JobSet restarted."""
         cluster = self.cluster_of(backend)
         trainjob = self._let_run(cluster, ref)
         pod = cluster.pods(trainjob)[0]["metadata"]
         restarts = cluster.restarts(trainjob)
-        cluster.sim.faults.evict_pod(str(pod["namespace"]), str(pod["name"]))
+        fault(cluster.sim.faults)(str(pod["namespace"]), str(pod["name"]))
         self._until(
             cluster,
             ref,
             lambda tj: cluster.finished(tj) or cluster.restarts(tj) > restarts,
-            "act on the eviction",
+            f"act on {what}",
         )
 
     def preempt(self, backend: KubeflowBackend, ref: ObjectRef) -> None:

@@ -45,7 +45,7 @@ def no_hold_decoded_to_the_wrong_instance(ctx: Context) -> None:
 @check("STATE-003", clause=f"{SEED_000}, Execution identity; DESIGN §4", needs=EXECUTIONS)
 def no_repeated_attempt(ctx: Context) -> None:
     """No repeated attempt, and epochs increase per object, every rank seeing all four."""
-    drive(ctx, Focus.EXECUTIONS, ("executions", "let_run"))
+    drive(ctx, Focus.EXECUTIONS, ("let_run",))
 
 
 @check("STATE-004", clause=f"{SEED_001}, The name; The comment")
@@ -100,7 +100,7 @@ def no_hold_decoded_to_the_wrong_instance_long(ctx: Context) -> None:
 )
 def no_repeated_attempt_long(ctx: Context) -> None:
     """STATE-003 at length: no repeated attempt and increasing epochs, over long programs."""
-    drive(ctx, Focus.EXECUTIONS, ("executions", "let_run"), FULL_SCALE)
+    drive(ctx, Focus.EXECUTIONS, ("let_run",), FULL_SCALE)
 
 
 @check("STATE-014", clause=f"{SEED_001}, The name; The comment", tier=Tier.FULL)
