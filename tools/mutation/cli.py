@@ -167,10 +167,32 @@ def scratch() -> Iterator[dict[str, str]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+LINKED: Final = ("conformance", "simulators", "dispatch_core")
+"""The packages the checks run that mutmut does not copy: linked into ``mutants/``. mutmut
+takes the project's root off ``sys.path`` (so that only the mutated copy of ``adapters`` can
+be imported), and an editable install made with ``editable_mode=compat`` (the Makefile's) puts
+the packages on ``sys.path`` by that root alone: without the links, nothing imports them."""
+
+
+def link_packages() -> None:
+    """``mutants/<package>`` for each of :data:`LINKED`, a link to the package itself (never
+    a copy: a change to the checks is seen at once)."""
+    MUTANTS.mkdir(exist_ok=True)
+    for package in LINKED:
+        link = MUTANTS / package
+        if link.is_symlink() and link.resolve() == Path(package).resolve():
+            continue
+        if link.is_symlink() or link.is_file():
+            link.unlink()
+        elif link.exists():
+            shutil.rmtree(link)
+        link.symlink_to(Path("..") / package, target_is_directory=True)
+
+
 def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
     """``mutmut run`` (of the mutants ``names``, or of every one not yet tested), its output in
     ``mutants/mutmut-run.log``; its exit status."""
-    MUTANTS.mkdir(exist_ok=True)
+    link_packages()
     mutmut = Path(sys.executable).parent / "mutmut"
     argv = [str(mutmut), "run", "--max-children", str(max_children)]
     shown = " ".join(argv) + (f" <{len(names)} mutants>" if names else "")
