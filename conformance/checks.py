@@ -45,6 +45,8 @@ from conformance.powers import (
     ObservesExecutions,
     ObservesImages,
     ObservesSignals,
+    OpensOtherTargets,
+    OtherTarget,
     RerunsFailures,
     ShowsInventory,
     ShowsPaths,
@@ -519,6 +521,22 @@ class GuardedHarness(Harness[Backend]):
             raise missing_power(Probe.RUNTIMES)
         return self.guard("keeping_spec()", lambda: inner.keeping_spec(spec))
 
+    def other_target_forms(self) -> int:
+        inner = self.inner
+        if not isinstance(inner, OpensOtherTargets):
+            raise missing_power(Probe.OTHER_TARGETS)
+        forms: int = self.guard("other_target_forms()", inner.other_target_forms)
+        return forms
+
+    def other_target(self, backend: Backend, spec: JobSpec, variant: int) -> OtherTarget:
+        inner = self.inner
+        if not isinstance(inner, OpensOtherTargets):
+            raise missing_power(Probe.OTHER_TARGETS)
+        target: OtherTarget = self.guard(
+            "other_target()", lambda: inner.other_target(backend, spec, variant)
+        )
+        return target
+
     def rank_writes(self, backend: Backend, ref: ObjectRef, rank: int, text: str) -> None:
         inner = self.inner
         if not isinstance(inner, WritesRankOutput):
@@ -657,6 +675,17 @@ class Context:
         """``spec`` naming a runtime that keeps execution identity
         (:class:`~conformance.powers.WeakensIdentity`)."""
         return self.harness.keeping_spec(spec)
+
+    def other_target_forms(self) -> int:
+        """How many kinds of other target the harness opens
+        (:class:`~conformance.powers.OpensOtherTargets`)."""
+        return self.harness.other_target_forms()
+
+    def other_target(self, backend: Backend, spec: JobSpec, variant: int) -> OtherTarget:
+        """A new adapter instance on another target of ``backend``'s scheduler, and ``spec``
+        as ``backend``'s target accepts it and that one refuses it
+        (:class:`~conformance.powers.OpensOtherTargets`)."""
+        return self.harness.other_target(backend, spec, variant)
 
     def rank_writes(self, ref: ObjectRef, rank: int, text: str) -> None:
         """Rank ``rank`` of the running object's current execution writes the line ``text`` to

@@ -308,6 +308,10 @@ class Probe(StrEnum):
     RUNTIMES = "runtimes"
     """:class:`~conformance.powers.WeakensIdentity`: a spec naming a runtime under which a
     failed rank reruns with the identity it had, and one naming a runtime that keeps it."""
+    OTHER_TARGETS = "other_targets"
+    """:class:`~conformance.powers.OpensOtherTargets`: a second adapter instance in the same
+    process, on another target of the scheduler that refuses a spec the check's target
+    accepts."""
 
 
 class Shown(StrEnum):
@@ -352,6 +356,13 @@ def look_alike_need(kind: LookAlike) -> str:
     return f"look_alike:{kind.value}"
 
 
+LOOK_ALIKES_HELD: Final = "look_alike:held"
+"""The need of a check that holds the adapter to leaving look-alikes as they wait: those
+:class:`~conformance.powers.MakesLookAlikes` makes stay pending until someone acts on them
+(held, suspended, waiting on an admission check). A harness whose look-alikes the scheduler
+runs by itself (slurm-sim's are eligible, so that accounting shows them) declines it."""
+
+
 def race_need(race: Race) -> str:
     """The need a check declares for :class:`~conformance.powers.RacesWrites` with ``race``
     (``race_next_write`` alone is the need for the races a scheduler without write
@@ -372,6 +383,7 @@ def fault_needs() -> list[str]:
     return (
         [f.value for f in Fault]
         + [look_alike_need(k) for k in LookAlike]
+        + [LOOK_ALIKES_HELD]
         + [race_need(Race.TOUCHED)]
         + [reply_loss_need(form) for form in (ReplyLoss.FAILURE, ReplyLoss.GARBLED)]
     )

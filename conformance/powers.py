@@ -19,9 +19,11 @@ Every method's obligations are in its docstring, as in Go CDK's drivertest.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar, runtime_checkable
 
 from conformance.harness import (
+    LOOK_ALIKES_HELD,
     Fault,
     Host,
     LookAlike,
@@ -457,6 +459,38 @@ class WeakensIdentity(Protocol):
         adapter accepts."""
 
 
+@dataclass(frozen=True)
+class OtherTarget:
+    """What :meth:`OpensOtherTargets.other_target` opens: an adapter instance on another
+    target, a spec that target refuses and the check's accepts, and what differs (for
+    failure messages)."""
+
+    backend: Backend
+    spec: JobSpec
+    about: str
+
+
+@runtime_checkable
+class OpensOtherTargets(Protocol[B_contra]):
+    """Other targets of the same scheduler, each served by an adapter instance of its own in
+    the check's process (needs ``other_targets``): what one instance read of its target must
+    not answer for another's."""
+
+    def other_target_forms(self) -> int:
+        """How many kinds of other target the harness opens (at least 1);
+        :meth:`other_target` takes ``variant`` modulo it."""
+
+    def other_target(self, backend: B_contra, spec: JobSpec, variant: int = 0) -> OtherTarget:
+        """Open another target of ``backend``'s scheduler (kind ``variant``: another
+        namespace, another cluster, another queue) with a new adapter instance on it, made as
+        the harness makes ``backend``'s; and ``spec`` as ``backend``'s target accepts it and
+        the other refuses it with ``Unsupported`` (Kubeflow: a TrainingRuntime of the spec's runtime
+        name in the other namespace that reruns a failed rank under the identity it had; with
+        Kueue, a LocalQueue whose ClusterQueue lists no readmission gate). Each call opens a
+        new instance, which has read nothing yet; the target is removed when the check ends,
+        as :meth:`Harness.end` removes what :meth:`Harness.new_backend` made."""
+
+
 @runtime_checkable
 class WritesRankOutput(Protocol[B_contra]):
     """One rank of a running object writes to its output (needs ``rank_output``)."""
@@ -534,12 +568,14 @@ POWER_OF: Final[Mapping[str, type]] = {
     Fault.NEAR_HOLD: WritesNearHolds,
     Fault.HOLD_EDGE: MovesToHoldEdges,
     **{look_alike_need(kind): MakesLookAlikes for kind in LookAlike},
+    LOOK_ALIKES_HELD: MakesLookAlikes,
     Probe.EXECUTIONS: ObservesExecutions,
     Probe.IMAGES: ObservesImages,
     Probe.SIGNALS: ObservesSignals,
     Probe.INVENTORY: ShowsInventory,
     Probe.SELF_RESTARTS: RerunsFailures,
     Probe.RUNTIMES: WeakensIdentity,
+    Probe.OTHER_TARGETS: OpensOtherTargets,
     Probe.RANK_OUTPUT: WritesRankOutput,
     Probe.HOST_PATHS: ShowsPaths,
     Probe.COMMANDS: RunsCommands,
@@ -599,6 +635,8 @@ __all__ = [
     "ObservesExecutions",
     "ObservesImages",
     "ObservesSignals",
+    "OpensOtherTargets",
+    "OtherTarget",
     "Preempts",
     "PreflightsFree",
     "Purges",

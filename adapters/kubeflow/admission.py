@@ -415,13 +415,19 @@ class ReadmissionGate:
         log.warning("workload %s: still conflicting after %d reads", _name(workload), TRIES)
         return False
 
+    def ours(self, trainjob: Mapping[str, Any]) -> bool:
+        """Whether the gate acts on the TrainJob: dispatch's, as :func:`is_dispatch` judges.
+        Any other waits on the check, never written on (another user's TrainJob on a queue
+        the gate guards is not the gate's to admit)."""
+        return is_dispatch(trainjob)
+
     def _judge(self, workload: dict[str, Any]) -> bool:
         owner = self._owner(workload)
         if owner is None:
             return False
         namespace = str((workload.get("metadata") or {}).get("namespace", ""))
         trainjob = self._trainjob(namespace, *owner)
-        if trainjob is None or not is_dispatch(trainjob):
+        if trainjob is None or not self.ours(trainjob):
             return False
         try:
             admission = admission_of(workload)

@@ -676,6 +676,49 @@ def judged_on_its_runtime(ctx: Context) -> None:
                 expect_refused(ctx, backend, spec, what)
 
 
+@check(
+    "CAP-025",
+    clause=(
+        f"{SUBMIT_CLAUSE}: the answers are the target's; DESIGN §11: a spec naming a runtime "
+        "whose failed ranks rerun under the identity they had is refused with Unsupported"
+    ),
+    needs=Needs(probes=(Probe.OTHER_TARGETS,)),
+)
+def judged_on_its_own_target(ctx: Context) -> None:
+    """Two instances in one process judge a spec each on its own target, in either order.
+
+    For each other target the harness opens (another namespace, cluster or queue, which
+    refuses a spec the check's target accepts), an instance on each judges the spec, the
+    check's first and then the other's first: whatever one instance read of its target (a
+    runtime, the queue's admission checks) must not answer for the other's."""
+    forms = ctx.other_target_forms()
+    for variant in range(forms):
+        for other_first in (False, True):
+            here = ctx.reopen()
+            other = ctx.other_target(here, ctx.spec(), variant)
+            order = [(other.backend, False), (here, True)]
+            if not other_first:
+                order.reverse()
+            for index, (backend, accepts) in enumerate(order):
+                where = "the check's target" if accepts else other.about
+                when = "first" if index == 0 else "after an instance on the other target did"
+                what = f"{describe(other.spec)} on {where}, judged {when}"
+                try:
+                    make_plan(backend, other.spec, None, with_job(ctx.job_id()))
+                except Unsupported as refused:
+                    ctx.expect(
+                        not accepts,
+                        f"make_plan refused {what} with Unsupported ({refused}): that target "
+                        "accepts it, and an instance answers for its own target",
+                    )
+                    continue
+                ctx.expect(
+                    accepts,
+                    f"make_plan accepted {what}: that target refuses it (Unsupported), and an "
+                    "instance answers for its own target, not from what another read",
+                )
+
+
 def injection_answer(ctx: Context, backend: Backend, spec: JobSpec, what: str) -> Support:
     answer = call(ctx, f"capabilities() of {what}", lambda: backend.capabilities(spec))
     support = answer.get(Capability.ATTEMPT_INJECTION, Support())

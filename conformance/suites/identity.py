@@ -761,8 +761,9 @@ def lost_start_reply_once(ctx: Context, plan: Plan, earlier: ObjectRef, fault: s
 
 
 LOST_START_FORMS = 1
-"""How many forms of each look-alike kind IDENT-072 makes per start it tries: every kind the
-harness makes, for each of two jobs, all present until the check ends, must fit a small
+"""How many forms of each look-alike kind IDENT-072 makes per start it tries, and OBS-006 per
+job: every kind the harness makes, for each of IDENT-072's two jobs, all present until the
+check ends, must fit a small
 cluster's id space beside the jobs' own (slurm-containers: MaxJobId 20; with three forms,
 30 held look-alikes left sbatch waiting for a free id, stop 40)."""
 START_CLAUSE = "DESIGN §3, Backend.start: idempotent per (job, submission)"

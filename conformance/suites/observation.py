@@ -9,10 +9,12 @@ own between two reads never makes a check fail."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Final
 
 from conformance.checks import CheckFailed, Context, Needs, check
 from conformance.harness import (
+    LOOK_ALIKES_HELD,
     Fault,
     Listed,
     LookAlike,
@@ -21,6 +23,7 @@ from conformance.harness import (
 )
 from conformance.steps import call, found, long_spec, stop, taken_by_a_requeued_case_variant
 from conformance.suites.clauses import SEED_001
+from conformance.suites.identity import LOST_START_FORMS, injected, offered_look_alikes
 from dispatch_core import DispatchError, JobID, NotFound, ObjectRef, Observation, State
 from dispatch_core.clock import pause
 
@@ -185,8 +188,61 @@ def stop_spares_a_requeued_case_variant(ctx: Context) -> None:
     )
 
 
+def _none_pending(made: int) -> None:
+    raise RuntimeError(
+        f"the harness's listing shows none of the {made} look-alikes it made pending, though "
+        f"it offers {LOOK_ALIKES_HELD} (its look-alikes wait until someone acts on them)"
+    )
+
+
+@check(
+    "OBS-006",
+    clause=(
+        f"{SEED_001}, The comment: a foreign object is reported and never used; DESIGN §9: no "
+        "write lands on an object whose identity check failed"
+    ),
+    needs=Needs(faults=(LOOK_ALIKES_HELD,)),
+)
+def look_alikes_stay_held(ctx: Context) -> None:
+    """Look-alikes kept from running stay so while the adapter runs a job of theirs.
+
+    One form of every look-alike kind the harness makes of the job's objects, each held or
+    queued (with Kueue, on the job's queue, where the readmission gate judges it): the
+    scheduler's own listing shows each still pending after the job's start, a wait of the
+    scheduling time and its stop. Nothing of the adapter's (its calls, its gate) admitted,
+    released or ran one."""
+    kinds = offered_look_alikes(ctx)
+    plan = ctx.plan(long_spec(ctx))
+    made: dict[str, str] = {}
+    for kind in kinds:
+        for native, form in injected(ctx, plan.job, kind, ctx.job_id(), LOST_START_FORMS).items():
+            made[native] = f"the {kind.value} look-alike {native} ({form})"
+    before = ctx.listing()
+    held = sorted(n for n in made if n in before and before[n].state is Shown.PENDING)
+    if not held:
+        # The harness keeps its look-alikes waiting (it declines no look_alike:held), and its
+        # own listing shows none of them so: its fault, not the adapter's.
+        ctx.harness.guard("listing()", partial(_none_pending, len(made)))
+    ref = ctx.start(plan, submission=1, attempt=1)
+    pause(ctx.clock, ctx.harness.schedule_within)
+    stop(ctx, ref)
+    after = ctx.listing()
+    moved = [
+        f"{made[n]}: {after[n].state.value if n in after else 'gone'}"
+        for n in held
+        if n not in after or after[n].state is not Shown.PENDING
+    ]
+    ctx.expect(
+        not moved,
+        f"the scheduler's own listing showed {len(held)} look-alikes pending before the job "
+        f"{plan.job} was started, waited on for {ctx.harness.schedule_within:.0f} s and "
+        f"stopped, and then: {'; '.join(moved)}",
+    )
+
+
 __all__ = [
     "find_keeps_what_the_scheduler_lists",
+    "look_alikes_stay_held",
     "one_object_per_submission_by_the_scheduler",
     "open_agrees_with_the_scheduler",
     "stop_ends_it_by_the_scheduler",

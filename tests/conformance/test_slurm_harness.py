@@ -663,7 +663,10 @@ CANNOT = {
     # race_next_write:touched: slurmctld's writes carry no precondition to miss;
     # fail_every_try: the Slurm adapter retries no write; evict: a Slurm node evicts no job;
     # look_alike:misnamed: the name is the key and slurmctld hands out the ids; runtimes: no
-    # Slurm job names a runtime that reruns a task under its identity
+    # Slurm job names a runtime that reruns a task under its identity; other_targets: the
+    # Slurm adapter keeps nothing it read of its cluster but its own preflight's answers, and
+    # no Slurm harness opens a second cluster; look_alike:held: slurm-sim's look-alikes are eligible
+    # (for accounting to show them), and its scheduler runs them
     "slurm-sim": (
         "lose_identity_history",
         "recreate",
@@ -675,6 +678,8 @@ CANNOT = {
         "evict",
         "look_alike:misnamed",
         "runtimes",
+        "other_targets",
+        "look_alike:held",
     ),
     "slurm-sim-nocomment": (
         "recreate",
@@ -686,6 +691,8 @@ CANNOT = {
         "evict",
         "look_alike:misnamed",
         "runtimes",
+        "other_targets",
+        "look_alike:held",
     ),
 }
 KNOWN: dict[tuple[str, str], str] = {}

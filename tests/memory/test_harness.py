@@ -45,6 +45,7 @@ from conformance.powers import (
     MovesToHoldEdges,
     ObservesImages,
     ObservesSignals,
+    OpensOtherTargets,
     RerunsFailures,
     RunsCommands,
     StallsTeardown,
@@ -108,6 +109,7 @@ UNIMPLEMENTED: dict[str, type] = {
     Probe.SELF_RESTARTS: RerunsFailures,
     Probe.RUNTIMES: WeakensIdentity,
     Probe.RANK_OUTPUT: WritesRankOutput,
+    Probe.OTHER_TARGETS: OpensOtherTargets,
     "stall_teardown": StallsTeardown,
     "hold_edge": MovesToHoldEdges,
     "fail_every_try": FailsEveryTry,
@@ -170,6 +172,9 @@ def test_what_each_shape_offers_and_declines() -> None:
         "the memory adapter weakens identity is its identity_weakened setting (a text, or a "
         "function of the spec), no runtime's): implement conformance.powers.WeakensIdentity to "
         "offer it",
+        "other_targets": "harness offers no other_targets (a memory adapter's answers are its "
+        "settings, given when it is made: it reads nothing of its target that another target "
+        "could hold otherwise): implement conformance.powers.OpensOtherTargets to offer it",
         "rank_output": "harness offers no rank_output (the memory scheduler runs no command and "
         "keeps no output: its adapter declares OutputRead no): implement "
         "conformance.powers.WritesRankOutput to offer it",

@@ -21,13 +21,13 @@ import dataclasses
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from kubernetes.client.exceptions import ApiException
 
 from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import ReadmissionGate
-from adapters.kubeflow.backend import REPLICATED_JOB_LABEL
+from adapters.kubeflow.backend import REPLICATED_JOB_LABEL, RUNTIME_EXTENSION
 from adapters.kubeflow.causes import condition, current_pods
 from adapters.kubeflow.env import read_execution
 from adapters.kubeflow.kube import KUEUE, TRAINER, ApiFailure, LostReply
@@ -71,6 +71,15 @@ class ReadyBeforeWrite(ReadmissionGate):
 
 
 # -- broken adapters ---------------------------------------------------------------------------
+
+
+class GateTakesAnyJobLabel(ReadmissionGate):
+    """The gate acts on every TrainJob that carries a ``dispatch/job`` label, its name and
+    identity unread: another user's look-alike on the gated queue is written on and admitted."""
+
+    def ours(self, trainjob: Mapping[str, Any]) -> bool:
+        labels = (trainjob.get("metadata") or {}).get("labels") or {}
+        return LABEL_JOB in labels
 
 
 JSON = dict[str, Any]
@@ -209,6 +218,34 @@ class WeakeningJudgedOnDefault(KubeflowBackend):
         if default.weakening and not self.allow_rank_restart:
             return f"{default.weakened()} (allow_rank_restart is off)"
         return self.gate_missing()
+
+
+class RuntimesKeptByName(KubeflowBackend):
+    """The runtimes it reads are kept for the process, by name alone: an instance on another
+    namespace or cluster judges a spec on the runtime of that name the first instance read."""
+
+    read: ClassVar[dict[str, Runtime]] = {}
+
+    def runtime_of(self, spec: JobSpec | None) -> Runtime:
+        name = self.default_runtime
+        if spec is not None:
+            name = spec.extensions.get(RUNTIME_EXTENSION, name)
+        kept = RuntimesKeptByName.read.get(name)
+        if kept is None:
+            kept = RuntimesKeptByName.read[name] = super().runtime_of(spec)
+        return kept
+
+
+class GateReadOncePerProcess(KubeflowBackend):
+    """Whether the readmission gate guards the queue is read once for the process: an
+    instance on a queue no gate guards accepts what an instance on a gated one did."""
+
+    read: ClassVar[dict[str, str]] = {}
+
+    def gate_missing(self) -> str:
+        if "gate" not in GateReadOncePerProcess.read:
+            GateReadOncePerProcess.read["gate"] = super().gate_missing()
+        return GateReadOncePerProcess.read["gate"]
 
 
 class HoldIgnoresResourceVersion(KubeflowBackend):
@@ -565,6 +602,13 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-015", "IDENT-016"),
     ),
     Broken(
+        "gate_takes_any_job_label",
+        _doc(GateTakesAnyJobLabel),
+        gate=GateTakesAnyJobLabel,
+        kueue=True,
+        only=("OBS-006",),
+    ),
+    Broken(
         "find_by_name_prefix",
         _doc(FindByNamePrefix),
         FindByNamePrefix,
@@ -583,6 +627,19 @@ CATALOGUE: Final[Sequence[Broken]] = (
         _doc(WeakeningJudgedOnDefault),
         WeakeningJudgedOnDefault,
         only=("CAP-024",),
+    ),
+    Broken(
+        "runtimes_kept_by_name",
+        _doc(RuntimesKeptByName),
+        RuntimesKeptByName,
+        only=("CAP-025",),
+    ),
+    Broken(
+        "gate_read_once_per_process",
+        _doc(GateReadOncePerProcess),
+        GateReadOncePerProcess,
+        kueue=True,
+        only=("CAP-025",),
     ),
     Broken(
         "hold_ignores_resource_version",
@@ -681,6 +738,7 @@ def _factory(name: str) -> Callable[[], KubeflowSimHarness]:
 
 delete_without_uid = _factory("delete_without_uid")
 gate_ready_before_write = _factory("gate_ready_before_write")
+gate_takes_any_job_label = _factory("gate_takes_any_job_label")
 find_by_name_prefix = _factory("find_by_name_prefix")
 parse_ignores_name = _factory("parse_ignores_name")
 adopt_by_labels = _factory("adopt_by_labels")
@@ -704,6 +762,8 @@ where_allows_an_empty_name = _factory("where_allows_an_empty_name")
 oom_read_as_its_exit_code = _factory("oom_read_as_its_exit_code")
 preemption_read_as_evicted = _factory("preemption_read_as_evicted")
 eviction_read_as_preempted = _factory("eviction_read_as_preempted")
+runtimes_kept_by_name = _factory("runtimes_kept_by_name")
+gate_read_once_per_process = _factory("gate_read_once_per_process")
 
 __all__ = [
     "BY_NAME",
@@ -714,6 +774,8 @@ __all__ = [
     "EnvUnescaped",
     "FindByNamePrefix",
     "FollowFromTheEnd",
+    "GateReadOncePerProcess",
+    "GateTakesAnyJobLabel",
     "HoldIgnoresResourceVersion",
     "ImageDropped",
     "JobSetWaitUnbounded",
@@ -724,6 +786,7 @@ __all__ = [
     "ReleaseKeepsExecution",
     "ReleaseLeavesHoldMark",
     "RequeueForgetsRestarts",
+    "RuntimesKeptByName",
     "StartRemembersRefs",
     "StockRuntimeUnflagged",
     "OomReadAsItsExitCode",

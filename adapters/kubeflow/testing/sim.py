@@ -101,6 +101,8 @@ from conformance.powers import (
     MovesToHoldEdges,
     ObservesExecutions,
     ObservesImages,
+    OpensOtherTargets,
+    OtherTarget,
     Preempts,
     PreflightsFree,
     Purges,
@@ -128,6 +130,7 @@ from simulators.kubernetes.controllers.kubelet import (
     write_log,
 )
 from simulators.kubernetes.controllers.kueue import PODS_RESOURCE
+from simulators.kubernetes.controllers.kueue import bootstrap as kueue_bootstrap
 from simulators.kubernetes.controllers.kueue import has_quota as kueue_has_quota
 from simulators.kubernetes.controllers.kueue import is_evicted as kueue_is_evicted
 from simulators.kubernetes.controllers.kueue import is_finished as kueue_is_finished
@@ -137,18 +140,23 @@ from simulators.kubernetes.faults import Faults as KubeFaults
 from simulators.kubernetes.inprocess import InProcessPool
 from simulators.kubernetes.objects import JSON
 from simulators.kubernetes.resources import (
+    CLUSTERQUEUES,
     CLUSTERTRAININGRUNTIMES,
     JOBSETS,
+    LOCALQUEUES,
     PODS,
     RESOURCES,
+    TRAININGRUNTIMES,
     TRAINJOBS,
     WORKLOADS,
+    ResourceType,
 )
-from simulators.kubernetes.runtimes import dispatch_identity
+from simulators.kubernetes.runtimes import catalogue, dispatch_identity
 from simulators.kubernetes.server import Server
 
 NAMESPACE: Final = "default"
 QUEUE: Final = "user-queue"
+CLUSTER_QUEUE: Final = "cluster-queue"
 CLUSTER: Final = "kube-sim"
 JOBSET_NAME: Final = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID: Final = "jobset.sigs.k8s.io/jobset-uid"
@@ -294,6 +302,54 @@ def naming(spec: JobSpec, runtime: str) -> JobSpec:
     return spec.model_copy(update={"extensions": extensions})
 
 
+SECOND_NAMESPACE: Final = "dispatch-b"
+"""A namespace of the clusters of the harnesses where a second adapter instance may have a
+Role (an other target of :meth:`KubeflowSimHarness.other_target`)."""
+OTHER_CLUSTER: Final = "kube-sim-other"
+"""The cluster name (in every ObjectRef) of the second cluster an other target opens."""
+OTHER_QUEUE: Final = "other-queue"
+"""With Kueue, a LocalQueue of ``default`` on :data:`OTHER_CLUSTER_QUEUE`."""
+OTHER_CLUSTER_QUEUE: Final = "other-cluster-queue"
+"""With Kueue, a ClusterQueue that lists no AdmissionCheck: no readmission gate guards it."""
+OTHER_TARGETS: Final = ("namespace", "cluster", "queue")
+"""The kinds of other target :meth:`KubeflowSimHarness.other_target` opens, by variant (the
+queue only with Kueue)."""
+
+
+def queue_config(
+    cluster_queue: str = CLUSTER_QUEUE,
+    local_queue: str = QUEUE,
+    namespace: str = NAMESPACE,
+    *,
+    gated: bool = True,
+) -> QueueConfig:
+    """Kueue's objects on the clusters of the harnesses: the ClusterQueue holds
+    :data:`POD_QUOTA` pods and, when ``gated``, lists the readmission gate's AdmissionCheck."""
+    return QueueConfig(
+        cluster_queue=cluster_queue,
+        local_queue=local_queue,
+        namespace=namespace,
+        pods=POD_QUOTA,
+        admission_checks=(CHECK_NAME,) if gated else (),
+        admission_check_controller=CONTROLLER_NAME,
+    )
+
+
+def queue_objects(config: QueueConfig) -> list[tuple[ResourceType, JSON]]:
+    """The ClusterQueue and LocalQueue of ``config``, as Kueue's bootstrap makes them."""
+    made = kueue_bootstrap(config, KubeConfig().nodes)
+    return [(kind, obj) for kind, obj in made if kind in (CLUSTERQUEUES, LOCALQUEUES)]
+
+
+def weakening_as(name: str, kind: ResourceType) -> JSON:
+    """A stock runtime (:data:`WEAKENING_RUNTIMES`' first: a failed rank reruns under the
+    identity it had) as a ``kind`` object named ``name``."""
+    runtime = catalogue([WEAKENING_RUNTIMES[0]])[0]
+    runtime["kind"] = kind.kind
+    runtime["metadata"] = {"name": name}
+    return runtime
+
+
 NEAR_HOLDS: Final[tuple[tuple[str, str], ...]] = (
     ("0", "dispatch/hold=0 (numbers start at 1)"),
     ("1000000", "dispatch/hold=1000000 (the hold bound)"),
@@ -375,10 +431,10 @@ NAMESPACED_PLURALS: Final = frozenset(r.plural for r in RESOURCES if r.namespace
 """The resources a namespaced Role grants in its namespace only."""
 
 
-def forbidden(request: Route) -> ApiException:
+def forbidden(request: Route, namespace: str = NAMESPACE) -> ApiException:
     """What the API server answers a namespaced service account's request for a namespaced
     resource across every namespace, or in another namespace (RBAC: a Role grants its own
-    namespace only)."""
+    namespace only): the account is ``dispatch`` of ``namespace``."""
     resource = request.plural.split("/")[0]
     verb = VERBS.get(request.method) or ("get" if request.name else "list")
     where = "at the cluster scope"
@@ -392,7 +448,7 @@ def forbidden(request: Route) -> ApiException:
             "status": "Failure",
             "reason": "Forbidden",
             "code": 403,
-            "message": f'{resource} is forbidden: User "system:serviceaccount:{NAMESPACE}:'
+            "message": f'{resource} is forbidden: User "system:serviceaccount:{namespace}:'
             f'dispatch" cannot {verb} resource "{resource}" '
             f"{where}",
         }
@@ -406,15 +462,18 @@ class HookedApiClient(client.ApiClient):
     site gives an adapter a Role in its namespace: a request for a namespaced resource across
     every namespace, or in another, is Forbidden (:func:`forbidden`)."""
 
-    def __init__(self, cluster: SimCluster, configuration: client.Configuration) -> None:
+    def __init__(
+        self, cluster: SimCluster, configuration: client.Configuration, namespace: str
+    ) -> None:
         super().__init__(configuration)
         self.cluster = cluster
+        self.namespace = namespace
 
     def call_api(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         request = route(method, url)
         namespaced = request.plural.split("/")[0] in NAMESPACED_PLURALS
-        if namespaced and request.namespace != NAMESPACE:
-            raise forbidden(request)
+        if namespaced and request.namespace != self.namespace:
+            raise forbidden(request, self.namespace)
         after = self.cluster.arm(request)
         try:
             return super().call_api(method, url, *args, **kwargs)
@@ -518,12 +577,8 @@ class SimCluster:
     tools, a stream)."""
 
     def __init__(self, kueue: bool, seed: int, *, over_http: bool = False) -> None:
-        queue = QueueConfig(
-            pods=POD_QUOTA,
-            admission_checks=(CHECK_NAME,),
-            admission_check_controller=CONTROLLER_NAME,
-        )
-        namespaces = ("default", "kube-system", "kube-public", OTHER_NAMESPACE)
+        queue = queue_config()
+        namespaces = ("default", "kube-system", "kube-public", OTHER_NAMESPACE, SECOND_NAMESPACE)
         config = KubeConfig(
             kueue=kueue,
             queue=queue,
@@ -559,6 +614,16 @@ class SimCluster:
         """The preemptor Workloads (namespace, name) holding quota until the next let_run."""
         self.sim.create(CLUSTERTRAININGRUNTIMES, restarting_runtime())
 
+    def ensure(self, kind: ResourceType, obj: JSON, namespace: str = "") -> None:
+        """Create ``obj`` as a client would unless an object of its name is there."""
+        if self.sim.store.peek(kind, namespace, str(obj["metadata"]["name"])) is None:
+            self.sim.create(kind, obj, namespace)
+
+    def ensure_all(self, objects: Iterable[tuple[ResourceType, JSON]]) -> None:
+        """:meth:`ensure` each of ``objects``, in its own namespace."""
+        for kind, obj in objects:
+            self.ensure(kind, obj, str(obj["metadata"].get("namespace", "")))
+
     def configuration(self) -> client.Configuration:
         """The client configuration of the server's kubeconfig: loaded once per cluster (YAML
         parsing costs milliseconds), a copy for each ApiClient."""
@@ -574,9 +639,10 @@ class SimCluster:
         """An ApiClient with no call faults (the gate's, the harness's own reads)."""
         return self._connected(client.ApiClient(self.configuration()))
 
-    def api(self) -> client.ApiClient:
-        """A new ApiClient for an adapter instance (its own connection pool)."""
-        return self._connected(HookedApiClient(self, self.configuration()))
+    def api(self, namespace: str = NAMESPACE) -> client.ApiClient:
+        """A new ApiClient for an adapter instance (its own connection pool), with the
+        credentials of a Role in ``namespace``."""
+        return self._connected(HookedApiClient(self, self.configuration(), namespace))
 
     def _connected(self, made: client.ApiClient) -> client.ApiClient:
         if not self.over_http:
@@ -1445,7 +1511,8 @@ class SimPowers(
         requeued: bool = False,
     ) -> str:
         """A TrainJob of the look-alike's labels, made by another user (suspended, so it stays
-        queued; another namespace for :attr:`LookAlike.OTHER_USER`), named after the job's
+        queued, with Kueue on the job's LocalQueue unless ``requeued``; another namespace for
+        :attr:`LookAlike.OTHER_USER`), named after the job's
         TrainJobs so that only the labels tell it apart; a :attr:`LookAlike.MISNAMED` one
         carries the labels of the job's submission 1 under its form's name, so that only the
         name does."""
@@ -1469,7 +1536,12 @@ class SimPowers(
             labels[SUBMISSION_LABEL] = submission
         annotations = {} if form.attempt is None else {ATTEMPT_ANNOTATION: form.attempt}
         namespace = OTHER_NAMESPACE if form.other_namespace else NAMESPACE
-        body = dispatch_trainjob(name, labels, annotations, suspend=True, execution=form.execution)
+        # With Kueue, on the job's queue, where the readmission gate judges it; a requeued one
+        # its owner runs outside Kueue (Kueue suspends again a queued job it did not admit).
+        queue = QUEUE if cluster.kueue and not requeued else None
+        body = dispatch_trainjob(
+            name, labels, annotations, queue=queue, suspend=True, execution=form.execution
+        )
         with cluster.sim.lock:
             cluster.sim.create(TRAINJOBS, body, namespace)
         if requeued:
@@ -1526,6 +1598,7 @@ class KubeflowSimHarness(
     RerunsFailures,
     WeakensIdentity,
     WritesRankOutput[KubeflowBackend],
+    OpensOtherTargets[KubeflowBackend],
     PreflightsFree,
 ):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
@@ -1596,24 +1669,34 @@ class KubeflowSimHarness(
     def close(self) -> None:
         self.end("")
 
-    def _backend(self, cluster: SimCluster) -> KubeflowBackend:
+    def _backend(
+        self,
+        cluster: SimCluster,
+        *,
+        namespace: str = NAMESPACE,
+        name: str = CLUSTER,
+        queue: str = QUEUE,
+    ) -> KubeflowBackend:
         backend = self.backend_type(
-            cluster.api(),
-            NAMESPACE,
-            CLUSTER,
-            queue=QUEUE if self.kueue else None,
+            cluster.api(namespace),
+            namespace,
+            name,
+            queue=queue if self.kueue else None,
             default_runtime=self.default_runtime,
             clock=cluster.clock,
         )
         self.by_backend[id(backend)] = (backend, cluster)
         return backend
 
-    def new_backend(self) -> KubeflowBackend:
+    def _cluster(self) -> SimCluster:
         cluster = SimCluster(self.kueue, next(self.seeds), over_http=self.over_http)
         if cluster.gate is not None and self.gate_type is not ReadmissionGate:
             cluster.gate = self.gate_type(cluster.plain_client(), clock=cluster.sim.clock)
         self.made.append(cluster)
-        return self._backend(cluster)
+        return cluster
+
+    def new_backend(self) -> KubeflowBackend:
+        return self._backend(self._cluster())
 
     def cluster_of(self, backend: KubeflowBackend) -> SimCluster:
         found = self.by_backend.get(id(backend))
@@ -1622,7 +1705,12 @@ class KubeflowSimHarness(
         return found[1]
 
     def reopen(self, backend: KubeflowBackend) -> KubeflowBackend:
-        return self._backend(self.cluster_of(backend))
+        return self._backend(
+            self.cluster_of(backend),
+            namespace=backend.namespace,
+            name=backend.cluster,
+            queue=backend.queue or QUEUE,
+        )
 
     def self_restarting_spec(self, spec: JobSpec) -> JobSpec:
         """``spec`` on the runtime every cluster of the harness has, whose JobSet restarts
@@ -1638,6 +1726,51 @@ class KubeflowSimHarness(
         """``spec`` naming an identity-keeping runtime, not the adapter's default
         (:data:`KEEPING_RUNTIMES`)."""
         return naming(spec, next(r for r in KEEPING_RUNTIMES if r != self.default_runtime))
+
+    def other_target_forms(self) -> int:
+        """Another namespace and another cluster; with Kueue, another queue too."""
+        return len(OTHER_TARGETS) if self.kueue else len(OTHER_TARGETS) - 1
+
+    def other_target(
+        self, backend: KubeflowBackend, spec: JobSpec, variant: int = 0
+    ) -> OtherTarget:
+        """``spec`` naming the runtime :meth:`keeping_spec` names, on another namespace of
+        ``backend``'s cluster whose TrainingRuntime of that name weakens identity (with Kueue,
+        on a LocalQueue of that namespace on the gated ClusterQueue), or on a second cluster
+        whose ClusterTrainingRuntime of that name does; with Kueue, ``spec`` as it is on a
+        LocalQueue whose ClusterQueue lists no AdmissionCheck."""
+        kind = OTHER_TARGETS[variant % self.other_target_forms()]
+        cluster = self.cluster_of(backend)
+        keeping = self.keeping_spec(spec)
+        runtime = str(keeping.extensions[RUNTIME_EXTENSION])
+        weakens = f"reruns a failed rank under the identity it had (as {WEAKENING_RUNTIMES[0]})"
+        if kind == "namespace":
+            cluster.ensure(
+                TRAININGRUNTIMES, weakening_as(runtime, TRAININGRUNTIMES), SECOND_NAMESPACE
+            )
+            if self.kueue:
+                cluster.ensure_all(queue_objects(queue_config(namespace=SECOND_NAMESPACE)))
+            other = self._backend(cluster, namespace=SECOND_NAMESPACE)
+            about = f"namespace {SECOND_NAMESPACE}, whose TrainingRuntime {runtime} {weakens}"
+            return OtherTarget(other, keeping, about)
+        if kind == "cluster":
+            second = self._cluster()
+            with second.sim.lock:
+                second.sim.store.delete(CLUSTERTRAININGRUNTIMES, "", runtime, internal=True)
+            second.sim.create(
+                CLUSTERTRAININGRUNTIMES, weakening_as(runtime, CLUSTERTRAININGRUNTIMES)
+            )
+            other = self._backend(second, name=OTHER_CLUSTER)
+            about = f"cluster {OTHER_CLUSTER}, whose ClusterTrainingRuntime {runtime} {weakens}"
+            return OtherTarget(other, keeping, about)
+        ungated = queue_config(OTHER_CLUSTER_QUEUE, OTHER_QUEUE, gated=False)
+        cluster.ensure_all(queue_objects(ungated))
+        other = self._backend(cluster, queue=OTHER_QUEUE)
+        about = (
+            f"LocalQueue {OTHER_QUEUE}, whose ClusterQueue {OTHER_CLUSTER_QUEUE} lists no "
+            f"AdmissionCheck {CHECK_NAME} (no readmission gate)"
+        )
+        return OtherTarget(other, spec, about)
 
     def rank_writes(self, backend: KubeflowBackend, ref: ObjectRef, rank: int, text: str) -> None:
         """The ``node`` container of rank ``rank``'s pod (:meth:`SimCluster.rank_pod`) writes

@@ -147,6 +147,10 @@ REFUSED: Final[Mapping[str, str]] = {
         "a memory job's spec names no runtime: whether the memory adapter weakens identity is "
         "its identity_weakened setting (a text, or a function of the spec), no runtime's"
     ),
+    Probe.OTHER_TARGETS: (
+        "a memory adapter's answers are its settings, given when it is made: it reads nothing "
+        "of its target that another target could hold otherwise"
+    ),
     Probe.RANK_OUTPUT: (
         "the memory scheduler runs no command and keeps no output: its adapter declares "
         "OutputRead no"

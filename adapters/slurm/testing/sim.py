@@ -57,6 +57,7 @@ from adapters.slurm.testing.transport import (
 )
 from conformance.harness import (
     CLOCK_HOLD_EDGES,
+    LOOK_ALIKES_HELD,
     CannotInject,
     Fault,
     Harness,
@@ -244,6 +245,11 @@ KEEPS_COMMENTS: Final = (
     "slurm-sim-nocomment has none"
 )
 """Why ``slurm-sim`` declines lose_identity_history."""
+ELIGIBLE_LOOK_ALIKES: Final = (
+    "its look-alikes are eligible, so that accounting shows them to find (sacct selects by "
+    "eligible time): the scheduler runs them by itself; slurm-local's are held"
+)
+"""Why the simulated Slurm harnesses decline ``look_alike:held``."""
 
 
 class HarnessExecute(ExecuteMode):
@@ -544,6 +550,8 @@ class SlurmSimHarness(
     def declines(self, need: str) -> str | None:
         if need == Fault.LOSE_IDENTITY_HISTORY and self.job_comment:
             return KEEPS_COMMENTS
+        if need == LOOK_ALIKES_HELD:
+            return ELIGIBLE_LOOK_ALIKES
         return SLURM_IMPOSSIBLE_WHY.get(need)
 
     def new_backend(self) -> SlurmBackend:
