@@ -46,6 +46,7 @@ from conformance.powers import (
     ReusesIdsNext,
     RunsJobs,
     StallsTeardown,
+    TakesIdsAhead,
     TellsUnfired,
     VanishesBeforeReadBack,
     WritesNearHolds,
@@ -133,6 +134,15 @@ class Faults:
         if not isinstance(h, Recreates):
             raise missing_power(Fault.RECREATE)
         self._guard("recreate()", lambda: h.recreate(self._backend, ref), [ref])
+
+    def take_id_ahead(self, job: JobID, submission: int) -> str:
+        h = self._harness
+        if not isinstance(h, TakesIdsAhead):
+            raise missing_power(Fault.TAKE_ID_AHEAD)
+        taken: str = self._guard(
+            "take_id_ahead()", lambda: h.take_id_ahead(self._backend, job, submission)
+        )
+        return taken
 
     def lose_node(self, ref: ObjectRef) -> None:
         h = self._harness

@@ -231,6 +231,7 @@ class Fault(StrEnum):
     NEAR_HOLD = "near_hold"
     HOLD_EDGE = "hold_edge"
     RECREATE = "recreate"
+    TAKE_ID_AHEAD = "take_id_ahead"
     STALL_TEARDOWN = "stall_teardown"
 
 

@@ -116,6 +116,18 @@ class Recreates(Protocol[B_contra]):
 
 
 @runtime_checkable
+class TakesIdsAhead(Protocol[B_contra]):
+    """Someone takes the native id a start will take, first (needs ``take_id_ahead``)."""
+
+    def take_id_ahead(self, backend: B_contra, job: JobID, submission: int) -> str:
+        """Another writer makes an object of its own, with no dispatch identity, under the
+        native id the adapter's start of ``(job, submission)`` would give its object, before
+        that start (Kubernetes: a TrainJob of the name the adapter gives it, made by another
+        client). Where the scheduler hands out every id (Slurm), nobody can: ``impossible``.
+        Returns the object's native id."""
+
+
+@runtime_checkable
 class LosesNodes(Protocol[B_contra]):
     """A node under a running object is lost (needs ``lose_node``)."""
 
@@ -546,6 +558,7 @@ POWER_OF: Final[Mapping[str, type]] = {
     Fault.REUSE_ID: ReusesIds,
     Fault.REUSE_ID_NEXT: ReusesIdsNext,
     Fault.RECREATE: Recreates,
+    Fault.TAKE_ID_AHEAD: TakesIdsAhead,
     Fault.LOSE_NODE: LosesNodes,
     Fault.OOM_KILL: KillsForMemory,
     Fault.EVICT: Evicts,
@@ -652,6 +665,7 @@ __all__ = [
     "ShowsPaths",
     "StallsTeardown",
     "SuppliesSupervisor",
+    "TakesIdsAhead",
     "TellsUnfired",
     "VanishesBeforeReadBack",
     "WeakensIdentity",

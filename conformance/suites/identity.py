@@ -872,6 +872,50 @@ def start_after_the_object_was_recreated(ctx: Context) -> None:
         )
 
 
+@check(
+    "IDENT-074",
+    clause=(
+        f"{START_CLAUSE}; {SEED_001}, The comment: a name whose comment does not parse is "
+        "foreign, reported and never used"
+    ),
+    needs=Needs(faults=(Fault.TAKE_ID_AHEAD,)),
+)
+def start_meets_its_id_taken(ctx: Context) -> None:
+    """A start whose native id another writer took first never answers with the taker's object.
+
+    Another client made an object of its own, with no dispatch identity, under the id the
+    start of submission 1 gives its object: that start, and a start again, raise or answer
+    with another object; find never shows the taker as the job's; and the taker is left as
+    the scheduler's own listing showed it."""
+    plan = ctx.plan(long_spec(ctx))
+    taken = ctx.faults.take_id_ahead(plan.job, 1)
+    was = ctx.listing().get(taken)
+    for what in ("a start of submission 1", "a start of submission 1 again"):
+        what = f"{what} (whose native id {taken} another writer's object took first)"
+        try:
+            ref = ctx.backend.start(plan, 1, 1)
+        except DispatchError:
+            continue
+        ctx.expect(
+            ref.id != taken,
+            f"{what} answered with that object ({ref_text(ref)}): it carries no identity of "
+            "the job's and is never used",
+        )
+    seen = found(ctx, plan.job, f"after two starts met {taken}, taken first")
+    ctx.expect(
+        taken not in seen or seen[taken].foreign,
+        f"find reported {taken}, another writer's object under the id submission 1 would "
+        f"take, as the job's (submission {seen[taken].submission if taken in seen else None})",
+    )
+    now = ctx.listing().get(taken)
+    ctx.expect(
+        was is None or (now is not None and now.state is was.state),
+        f"the object {taken} another writer made was {was.state.value if was else 'unlisted'} "
+        f"before the starts and is {now.state.value if now else 'gone'} after them: no write "
+        "lands on an object whose identity check failed",
+    )
+
+
 VANISH_CLAUSE = (
     f"{SEED_001}, The identity check: ids are reused; DESIGN §3, re-observe never assume"
 )

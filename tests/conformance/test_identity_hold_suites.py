@@ -41,6 +41,7 @@ from adapters.memory.testing.harness import (
     REFUSED,
     SLURM_NO_MISNAMED,
     SLURM_NO_RECREATE,
+    SLURM_NO_TAKE_AHEAD,
     MemoryHarness,
 )
 from adapters.slurm.identity import slurm_comment
@@ -114,6 +115,10 @@ def test_every_check_passes_on_memory_slurm(check: Check) -> None:
     result = run_check(check, harness, seed=0)
     if check.id in ("IDENT-054", "IDENT-073"):
         assert result.reason == f"harness cannot inject recreate ({SLURM_NO_RECREATE})"
+        return
+    if check.id == "IDENT-074":  # the cluster hands out the ids: nobody takes one first
+        assert result.reason == f"harness cannot inject take_id_ahead ({SLURM_NO_TAKE_AHEAD})"
+        assert result.skipped_for == SkippedFor.TARGET
         return
     if check.id == "IDENT-071":  # the name is the key, and the cluster hands out the ids
         misnamed = look_alike_need(LookAlike.MISNAMED)
@@ -766,6 +771,9 @@ def test_every_check_catches_some_broken_adapter() -> None:
         "IDENT-068",  # a stop whose every retry times out: the Slurm adapter retries none
         "IDENT-071",  # a name the identity implies, which neither memory shape has
         "IDENT-073",  # an object recreated under its id, which the Slurm shape cannot be
+        # a name another writer took first: the memory kubeflow shape's create refuses it
+        # (Rejected), with no adoption to get wrong
+        "IDENT-074",
     }
     caught |= only_kubernetes & set().union(*(b.only for b in KUBEFLOW_BROKEN))
     # what only a real adapter's two-step requeue gets wrong: a broken Slurm adapter on slurm-sim

@@ -37,6 +37,7 @@ from adapters.slurm.testing.lookalikes import (
     sibling,
 )
 from adapters.slurm.testing.sim import (
+    ELIGIBLE_LOOK_ALIKES,
     KEEPS_COMMENTS,
     SLURM_IMPOSSIBLE_WHY,
     SlurmSimHarness,
@@ -46,6 +47,7 @@ from conformance import CannotInject, HarnessUnavailable, Outcome, Tier, checks,
 from conformance.checks import Check, Context
 from conformance.faults import Faults
 from conformance.harness import (
+    LOOK_ALIKES_HELD,
     NEAR_DECIMALS,
     OPERATIONS,
     Fault,
@@ -495,6 +497,11 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
         expected[touched] = f"harness cannot inject {touched} ({SLURM_IMPOSSIBLE_WHY[touched]})"
         misnamed = look_alike_need(LookAlike.MISNAMED)  # a look-alike kind, whose power it has
         expected[misnamed] = f"harness cannot inject {misnamed} ({SLURM_IMPOSSIBLE_WHY[misnamed]})"
+        # its look-alikes are eligible (for accounting), and it opens no second cluster
+        expected[LOOK_ALIKES_HELD] = (
+            f"harness cannot inject {LOOK_ALIKES_HELD} ({ELIGIBLE_LOOK_ALIKES})"
+        )
+        expected[Probe.OTHER_TARGETS] = unmet(Probe.OTHER_TARGETS, "").replace(" ()", "")
         if job_comment:
             expected[Fault.LOSE_IDENTITY_HISTORY] = (
                 f"harness cannot inject lose_identity_history ({KEEPS_COMMENTS})"
@@ -670,6 +677,7 @@ CANNOT = {
     "slurm-sim": (
         "lose_identity_history",
         "recreate",
+        "take_id_ahead",
         "self_restarts",
         "images",
         "race_next_write:touched",
@@ -683,6 +691,7 @@ CANNOT = {
     ),
     "slurm-sim-nocomment": (
         "recreate",
+        "take_id_ahead",
         "self_restarts",
         "images",
         "race_next_write:touched",

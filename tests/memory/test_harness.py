@@ -21,6 +21,7 @@ from adapters.memory.testing.harness import (
     SLURM_NO_EVICT,
     SLURM_NO_MISNAMED,
     SLURM_NO_RECREATE,
+    SLURM_NO_TAKE_AHEAD,
     UNPARSABLE_ANNOTATIONS,
 )
 from adapters.slurm.testing.lookalikes import NEAR_HOLDS, UNPARSABLE_COMMENTS
@@ -147,11 +148,13 @@ def test_what_each_shape_offers_and_declines() -> None:
     refused = {n: unmet(why, n) for n, why in REFUSED.items()}
     assert {n: lacking(slurm, n) for n in known if lacking(slurm, n)} == refused | {
         "recreate": unmet(SLURM_NO_RECREATE, "recreate"),
+        "take_id_ahead": unmet(SLURM_NO_TAKE_AHEAD, "take_id_ahead"),
         "look_alike:misnamed": unmet(SLURM_NO_MISNAMED, "look_alike:misnamed"),
         "evict": unmet(SLURM_NO_EVICT, "evict"),
     }
     assert {n: slurm.declines(n) for n in known if slurm.declines(n)} == dict(REFUSED) | {
         "recreate": SLURM_NO_RECREATE,
+        "take_id_ahead": SLURM_NO_TAKE_AHEAD,
         "look_alike:misnamed": SLURM_NO_MISNAMED,
         "evict": SLURM_NO_EVICT,
     }

@@ -170,6 +170,19 @@ class AdoptByLabels(KubeflowBackend):
         return self._ref(items[0])
 
 
+class AdoptTrustsName(KubeflowBackend):
+    """A start whose create met a TrainJob of the name it creates (409, or a lost reply)
+    adopts that TrainJob on its name alone, its identity unread: another writer's TrainJob
+    that took the name first is taken for the start's own."""
+
+    def _adopt(self, plan: Plan, submission: int, attempt: int, name: str, why: str) -> ObjectRef:
+        try:
+            obj = self.kube.get(TRAINER, "trainjobs", self.namespace, name)
+        except (ApiFailure, LostReply) as error:
+            raise OutcomeUnknown(f"{self.name}: {why}; reading {name} back: {error}") from None
+        return self._ref(obj)
+
+
 class StartRemembersRefs(KubeflowBackend):
     """start remembers the ref it answered for each (job, submission) and answers a start of
     it again from that memory, without reading the cluster: once the TrainJob was deleted and
@@ -591,6 +604,7 @@ CATALOGUE: Final[Sequence[Broken]] = (
         only=("IDENT-071", "IDENT-072", "STATE-004"),
     ),
     Broken("adopt_by_labels", _doc(AdoptByLabels), AdoptByLabels, only=("IDENT-071", "IDENT-072")),
+    Broken("adopt_trusts_name", _doc(AdoptTrustsName), AdoptTrustsName, only=("IDENT-074",)),
     Broken(
         "start_remembers_refs", _doc(StartRemembersRefs), StartRemembersRefs, only=("IDENT-073",)
     ),
@@ -743,6 +757,7 @@ find_by_name_prefix = _factory("find_by_name_prefix")
 parse_ignores_name = _factory("parse_ignores_name")
 adopt_by_labels = _factory("adopt_by_labels")
 start_remembers_refs = _factory("start_remembers_refs")
+adopt_trusts_name = _factory("adopt_trusts_name")
 stock_runtime_unflagged = _factory("stock_runtime_unflagged")
 hold_ignores_resource_version = _factory("hold_ignores_resource_version")
 env_unescaped = _factory("env_unescaped")
@@ -769,6 +784,7 @@ __all__ = [
     "BY_NAME",
     "CATALOGUE",
     "AdoptByLabels",
+    "AdoptTrustsName",
     "Broken",
     "DeleteWithoutUid",
     "EnvUnescaped",

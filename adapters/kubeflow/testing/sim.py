@@ -57,6 +57,7 @@ from kubernetes.client.exceptions import ApiException
 from adapters.kubeflow import KubeflowBackend
 from adapters.kubeflow.admission import CHECK_NAME, CONTROLLER_NAME, ReadmissionGate
 from adapters.kubeflow.backend import RUNTIME_EXTENSION
+from adapters.kubeflow.names import trainjob_name
 from adapters.kubeflow.testing.lookalikes import (
     ATTEMPT_ANNOTATION,
     COMMA_LIST_WHY,
@@ -114,6 +115,7 @@ from conformance.powers import (
     RunsJobs,
     ShowsInventory,
     StallsTeardown,
+    TakesIdsAhead,
     TellsUnfired,
     VanishesBeforeReadBack,
     WeakensIdentity,
@@ -960,6 +962,7 @@ class SimPowers(
     Purges[KubeflowBackend],
     ReusesIds[KubeflowBackend],
     Recreates[KubeflowBackend],
+    TakesIdsAhead[KubeflowBackend],
     LosesNodes[KubeflowBackend],
     KillsForMemory[KubeflowBackend],
     Evicts[KubeflowBackend],
@@ -1199,6 +1202,16 @@ class SimPowers(
     def _take_name(self, cluster: SimCluster, namespace: str, name: str) -> None:
         body = dispatch_trainjob(name, {"app": "someone-elses"}, {}, suspend=True)
         cluster.sim.create(TRAINJOBS, body, namespace)
+
+    def take_id_ahead(self, backend: KubeflowBackend, job: JobID, submission: int) -> str:
+        """Another client creates a TrainJob, suspended and of no dispatch identity (no
+        labels, no annotations), under the name the adapter gives submission ``submission`` of
+        ``job`` (:func:`~adapters.kubeflow.names.trainjob_name`)."""
+        cluster = self.cluster_of(backend)
+        name = trainjob_name(job, submission)
+        with cluster.sim.lock:
+            cluster.sim.create(TRAINJOBS, dispatch_trainjob(name, {}, {}, suspend=True), NAMESPACE)
+        return f"{NAMESPACE}/{name}"
 
     def recreate(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """``kubectl replace --force``: the TrainJob is deleted (its JobSet and pods with it) and

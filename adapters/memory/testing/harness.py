@@ -78,6 +78,7 @@ from conformance.powers import (
     RunsJobs,
     ShowsInventory,
     ShowsPaths,
+    TakesIdsAhead,
     TellsUnfired,
     VanishesBeforeReadBack,
     WritesNearHolds,
@@ -107,6 +108,7 @@ IMPOSSIBLE: Final[Mapping[Shape, frozenset[str]]] = {
     "slurm": frozenset(
         [
             Fault.RECREATE,  # the Slurm shape hands out every native id itself
+            Fault.TAKE_ID_AHEAD,  # so nobody can take one first
             Fault.STALL_TEARDOWN,  # no teardown another controller owns
             race_need(Race.TOUCHED),  # the memory cluster's writes carry no version
             Probe.SELF_RESTARTS,  # as Slurm, it reruns no failed job by itself
@@ -205,6 +207,11 @@ SLURM_NO_RECREATE: Final = (
 )
 """Why the Slurm shape declines ``recreate``, which the harness implements for the kubeflow
 shape."""
+SLURM_NO_TAKE_AHEAD: Final = (
+    "the Slurm shape hands out every id itself: nobody can take the id a start will get first"
+)
+"""Why the Slurm shape declines ``take_id_ahead``, which the harness implements for the
+kubeflow shape."""
 SLURM_NO_MISNAMED: Final = (
     "the Slurm shape's name is the job's lookup key and the cluster hands out every id: no "
     "object carries the job's key under an id its identity does not imply"
@@ -344,6 +351,7 @@ class MemoryFaults(
     ReusesIds[MemoryBackend],
     ReusesIdsNext[MemoryBackend],
     Recreates[MemoryBackend],
+    TakesIdsAhead[MemoryBackend],
     LosesNodes[MemoryBackend],
     KillsForMemory[MemoryBackend],
     Evicts[MemoryBackend],
@@ -464,6 +472,14 @@ class MemoryFaults(
         if not self._kube(backend):
             raise CannotInject(Fault.RECREATE, why=SLURM_NO_RECREATE)
         backend.cluster.recreate(ref.id)
+
+    def take_id_ahead(self, backend: MemoryBackend, job: JobID, submission: int) -> str:
+        """On the kubeflow shape, another client's object of no identity under the name the
+        adapter gives ``(job, submission)``, pending."""
+        if not self._kube(backend):
+            raise CannotInject(Fault.TAKE_ID_AHEAD, why=SLURM_NO_TAKE_AHEAD)
+        name = f"{job.discovery_name().lower()}-{submission}"
+        return backend.cluster.submit(name, None, None, None, labels={}, annotations={}).native_id
 
     def reuse_id_next(self, backend: MemoryBackend, ref: ObjectRef) -> None:
         self._refuse(backend, Fault.REUSE_ID_NEXT)
@@ -696,13 +712,15 @@ class MemoryHarness(
     def declines(self, need: str) -> str | None:
         """What neither shape gives (:data:`REFUSED`), what the kubeflow shape cannot have of
         the Slurm shape's powers (:data:`KUBE_REFUSED`), and the Slurm shape's ``recreate``,
-        ``look_alike:misnamed`` and ``evict``."""
+        ``take_id_ahead``, ``look_alike:misnamed`` and ``evict``."""
         if need in REFUSED:
             return REFUSED[need]
         if self.shape == "kubeflow":
             return KUBE_REFUSED.get(need)
         if need == Fault.RECREATE:
             return SLURM_NO_RECREATE
+        if need == Fault.TAKE_ID_AHEAD:
+            return SLURM_NO_TAKE_AHEAD
         if need == look_alike_need(LookAlike.MISNAMED):
             return SLURM_NO_MISNAMED
         if need == Fault.EVICT:
@@ -779,6 +797,7 @@ __all__ = [
     "REFUSED",
     "SLURM_NO_EVICT",
     "SLURM_NO_RECREATE",
+    "SLURM_NO_TAKE_AHEAD",
     "SLURM_SHAPE",
     "MemoryFaults",
     "MemoryHarness",

@@ -49,6 +49,7 @@ from adapters.slurm.testing.sim import (
     NO_RETRIES,
     NO_RUNTIMES,
     NO_SELF_RESTARTS,
+    NO_TAKE_AHEAD,
     NO_TOUCHED,
     SLURM_IDENTITY,
     SLURM_IMPOSSIBLE,
@@ -100,6 +101,7 @@ OTHER_USER_REFUSED: Final = (
 """Why slurm-local, run by a user other than root, declines ``look_alike:other_user``."""
 LOCAL_REFUSED: Final[Mapping[str, str]] = {
     Fault.RECREATE: NO_RECREATE,
+    Fault.TAKE_ID_AHEAD: NO_TAKE_AHEAD,
     Fault.EVICT: NO_EVICT,
     look_alike_need(LookAlike.MISNAMED): NO_MISNAMED,
     race_need(Race.TOUCHED): NO_TOUCHED,

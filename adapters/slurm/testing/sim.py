@@ -158,6 +158,7 @@ SubmitTime on, accounting keeps what squeue forgot."""
 SLURM_IMPOSSIBLE: Final = frozenset(
     [
         Fault.RECREATE,  # slurmctld hands out every job id itself
+        Fault.TAKE_ID_AHEAD,  # so nobody takes the one a start will get first
         Fault.STALL_TEARDOWN,  # a requeue waits for no teardown another controller owns
         race_need(Race.TOUCHED),  # scontrol update carries no version another writer moves
         Probe.SELF_RESTARTS,  # Slurm reruns no failed job by itself (only a node failure's)
@@ -204,6 +205,9 @@ NO_IMAGES: Final = (
 NO_RECREATE: Final = (
     "slurmctld hands out every job id itself: nobody makes a job under the id of one that is gone"
 )
+NO_TAKE_AHEAD: Final = (
+    "slurmctld hands out every job id itself: nobody can take the id a start will get first"
+)
 NO_STALL: Final = (
     "a finished Slurm job is never requeued: no requeue waits for an ended run to be taken down"
 )
@@ -229,6 +233,7 @@ NO_EVICT: Final = (
 )
 SLURM_IMPOSSIBLE_WHY: Final[Mapping[str, str]] = {
     Fault.RECREATE: NO_RECREATE,
+    Fault.TAKE_ID_AHEAD: NO_TAKE_AHEAD,
     Fault.EVICT: NO_EVICT,
     look_alike_need(LookAlike.MISNAMED): NO_MISNAMED,
     Fault.STALL_TEARDOWN: NO_STALL,
@@ -950,6 +955,7 @@ def slurm_sim_nocomment() -> SlurmSimHarness:
 
 
 __all__ = [
+    "ELIGIBLE_LOOK_ALIKES",
     "KEEPS_COMMENTS",
     "NO_EVICT",
     "NO_IMAGES",
@@ -959,6 +965,7 @@ __all__ = [
     "NO_RUNTIMES",
     "NO_SELF_RESTARTS",
     "NO_STALL",
+    "NO_TAKE_AHEAD",
     "NO_TOUCHED",
     "SCRATCH_ENV",
     "SLURM_IDENTITY",
