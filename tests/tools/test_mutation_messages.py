@@ -192,3 +192,34 @@ def test_a_local_with_a_call_that_acts_or_raises_is_behaviour(old: str, new: str
 def test_a_local_assigned_from_a_call_with_effects_is_not_a_message_local() -> None:
     original = REASON.replace("done.stderr.strip()", "done.read()")
     assert not judge(original, original.replace('"timed out" if', '"TIMED OUT" if', 1))
+
+
+LOGGED = """
+def f(self, workload, error):
+    log.warning("workload %s: %s: not judged", name_of(workload), error)
+    return False
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('"workload %s: %s: not judged"', "None"),
+        ('"workload %s: %s: not judged"', '"XXworkload %s: %s: not judgedXX"'),
+        ("name_of(workload), error)", "name_of(workload), None)"),
+    ],
+)
+def test_the_text_of_a_log_record_is_text(old: str, new: str) -> None:
+    assert judge(LOGGED, LOGGED.replace(old, new), method="f")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("name_of(workload)", "name_of(None)"),  # evaluated before the call: it may raise
+        ("return False", "return True"),
+        ("log.warning(", "log.warning(None, "),  # an argument more: not a replacement
+    ],
+)
+def test_what_a_logging_function_computes_or_returns_is_behaviour(old: str, new: str) -> None:
+    assert not judge(LOGGED, LOGGED.replace(old, new), method="f")

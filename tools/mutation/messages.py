@@ -10,6 +10,7 @@ keeps both in ``mutants/<path>``: ``x_f__mutmut_orig`` and ``x_f__mutmut_<n>``),
 where the two trees differ must be **message text**:
 
 - a string (a literal or an f-string) in the arguments of the exception a ``raise`` makes, or
+  of a call that writes a log record (``log.warning(...)``), or
   a name inside such an f-string's braces, alone or as the argument of ``type``, ``repr`` or
   ``str`` (so that ``None`` put there cannot raise: ``{x.attr}`` is not message text);
 - the argument given to a **message parameter**: a parameter of a function of the scanned
@@ -237,7 +238,7 @@ class MessageParameters:
                     argument = child
                 if not (_is_text(argument) or argument is node or _inside_text(node, argument)):
                     return False
-                if _raised(parent, scope.parents):
+                if _raised(parent, scope.parents) or _logged(parent):
                     return True
                 key = self.callees.resolve(parent, scope.module, scope.cls)
                 if key is None:
@@ -334,6 +335,24 @@ def _textual(node: ast.AST) -> bool:
 
 def _inside_text(node: ast.AST, argument: ast.AST) -> bool:
     return _is_text(argument) and any(n is node for n in ast.walk(argument))
+
+
+LOGGERS: Final = frozenset({"log", "logger", "logging"})
+"""Names a module's logger goes by (``log = logging.getLogger(__name__)``), or the module."""
+_LOG_METHODS: Final = frozenset({"debug", "info", "warning", "error", "exception", "critical"})
+
+
+def _logged(call: ast.Call) -> bool:
+    """Whether ``call`` writes a log record (``log.warning(...)``): its arguments are text for
+    people. logging formats them when a handler emits the record, and reports a format that
+    fails there on stderr rather than raise into the caller."""
+    func = call.func
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in _LOG_METHODS
+        and isinstance(func.value, ast.Name)
+        and func.value.id in LOGGERS
+    )
 
 
 def _raised(call: ast.Call, parents: Mapping[int, ast.AST]) -> bool:
