@@ -42,6 +42,7 @@ from conformance.harness import (
     fault_needs,
 )
 from conformance.powers import (
+    AsksBeyondCapacity,
     ObservesExecutions,
     ObservesImages,
     ObservesSignals,
@@ -521,6 +522,12 @@ class GuardedHarness(Harness[Backend]):
             raise missing_power(Probe.RUNTIMES)
         return self.guard("keeping_spec()", lambda: inner.keeping_spec(spec))
 
+    def beyond_capacity_spec(self, spec: JobSpec) -> JobSpec:
+        inner = self.inner
+        if not isinstance(inner, AsksBeyondCapacity):
+            raise missing_power(Probe.BEYOND_CAPACITY)
+        return self.guard("beyond_capacity_spec()", lambda: inner.beyond_capacity_spec(spec))
+
     def other_target_forms(self) -> int:
         inner = self.inner
         if not isinstance(inner, OpensOtherTargets):
@@ -675,6 +682,11 @@ class Context:
         """``spec`` naming a runtime that keeps execution identity
         (:class:`~conformance.powers.WeakensIdentity`)."""
         return self.harness.keeping_spec(spec)
+
+    def beyond_capacity_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` asking for more than the target could ever give it
+        (:class:`~conformance.powers.AsksBeyondCapacity`)."""
+        return self.harness.beyond_capacity_spec(spec)
 
     def other_target_forms(self) -> int:
         """How many kinds of other target the harness opens

@@ -47,6 +47,7 @@ from conformance.powers import (
     RunsJobs,
     StallsTeardown,
     TakesIdsAhead,
+    TakesQuota,
     TellsUnfired,
     VanishesBeforeReadBack,
     WritesNearHolds,
@@ -143,6 +144,18 @@ class Faults:
             "take_id_ahead()", lambda: h.take_id_ahead(self._backend, job, submission)
         )
         return taken
+
+    def take_quota(self) -> None:
+        h = self._harness
+        if not isinstance(h, TakesQuota):
+            raise missing_power(Fault.TAKE_QUOTA)
+        self._guard("take_quota()", lambda: h.take_quota(self._backend))
+
+    def give_quota_back(self) -> None:
+        h = self._harness
+        if not isinstance(h, TakesQuota):
+            raise missing_power(Fault.TAKE_QUOTA)
+        self._guard("give_quota_back()", lambda: h.give_quota_back(self._backend))
 
     def lose_node(self, ref: ObjectRef) -> None:
         h = self._harness

@@ -232,6 +232,7 @@ class Fault(StrEnum):
     HOLD_EDGE = "hold_edge"
     RECREATE = "recreate"
     TAKE_ID_AHEAD = "take_id_ahead"
+    TAKE_QUOTA = "take_quota"
     STALL_TEARDOWN = "stall_teardown"
 
 
@@ -309,6 +310,9 @@ class Probe(StrEnum):
     RUNTIMES = "runtimes"
     """:class:`~conformance.powers.WeakensIdentity`: a spec naming a runtime under which a
     failed rank reruns with the identity it had, and one naming a runtime that keeps it."""
+    BEYOND_CAPACITY = "beyond_capacity"
+    """:class:`~conformance.powers.AsksBeyondCapacity`: a spec asking for more than the
+    target could ever give it."""
     OTHER_TARGETS = "other_targets"
     """:class:`~conformance.powers.OpensOtherTargets`: a second adapter instance in the same
     process, on another target of the scheduler that refuses a spec the check's target

@@ -128,6 +128,20 @@ class TakesIdsAhead(Protocol[B_contra]):
 
 
 @runtime_checkable
+class TakesQuota(Protocol[B_contra]):
+    """Another user's work takes the quota a job draws from (needs ``take_quota``)."""
+
+    def take_quota(self, backend: B_contra) -> None:
+        """Another user's work takes every unit left of the quota the adapter's jobs draw
+        from, and keeps it until :meth:`give_quota_back` (Kueue: a Workload of the
+        ClusterQueue's whole nominal quota; Slurm: a QOS's group limit). A job started now
+        waits for quota; nothing else keeps it from running."""
+
+    def give_quota_back(self, backend: B_contra) -> None:
+        """That work ends and gives back what it held: a job that waited for quota can run."""
+
+
+@runtime_checkable
 class LosesNodes(Protocol[B_contra]):
     """A node under a running object is lost (needs ``lose_node``)."""
 
@@ -471,6 +485,17 @@ class WeakensIdentity(Protocol):
         adapter accepts."""
 
 
+@runtime_checkable
+class AsksBeyondCapacity(Protocol):
+    """Specs asking for more than the target could ever give (needs ``beyond_capacity``)."""
+
+    def beyond_capacity_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` asking for more than the target could ever give it (more nodes than it
+        has; with Kueue, more pods than the ClusterQueue's quota), so that the scheduler
+        can never run it, and says so (Kueue: ``QuotaReserved=False ExceedsMaxQuota``;
+        Kubernetes: a pod ``Unschedulable``) or refuses it at once."""
+
+
 @dataclass(frozen=True)
 class OtherTarget:
     """What :meth:`OpensOtherTargets.other_target` opens: an adapter instance on another
@@ -559,6 +584,7 @@ POWER_OF: Final[Mapping[str, type]] = {
     Fault.REUSE_ID_NEXT: ReusesIdsNext,
     Fault.RECREATE: Recreates,
     Fault.TAKE_ID_AHEAD: TakesIdsAhead,
+    Fault.TAKE_QUOTA: TakesQuota,
     Fault.LOSE_NODE: LosesNodes,
     Fault.OOM_KILL: KillsForMemory,
     Fault.EVICT: Evicts,
@@ -589,6 +615,7 @@ POWER_OF: Final[Mapping[str, type]] = {
     Probe.SELF_RESTARTS: RerunsFailures,
     Probe.RUNTIMES: WeakensIdentity,
     Probe.OTHER_TARGETS: OpensOtherTargets,
+    Probe.BEYOND_CAPACITY: AsksBeyondCapacity,
     Probe.RANK_OUTPUT: WritesRankOutput,
     Probe.HOST_PATHS: ShowsPaths,
     Probe.COMMANDS: RunsCommands,
@@ -631,6 +658,7 @@ def lacking(harness: Harness[Any], need: str) -> str | None:
 __all__ = [
     "POWERS",
     "POWER_OF",
+    "AsksBeyondCapacity",
     "DisablesHistory",
     "Evicts",
     "FailsBeforeEffect",
@@ -666,6 +694,7 @@ __all__ = [
     "StallsTeardown",
     "SuppliesSupervisor",
     "TakesIdsAhead",
+    "TakesQuota",
     "TellsUnfired",
     "VanishesBeforeReadBack",
     "WeakensIdentity",

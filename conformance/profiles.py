@@ -95,8 +95,13 @@ PROFILES: Final[tuple[Profile, ...]] = (
     ),
     Profile(
         "extended/causes",
-        "node loss, preemption and eviction: the object's end or requeue and its cause",
-        _ids("IDENT-041", "SAFE-005", "CAUSE-001", "CAUSE-002", "CAUSE-003", "CAUSE-004"),
+        "node loss, preemption and eviction: the object's end or requeue and its cause; a job "
+        "that can never run, and one waiting for quota, told apart while queued",
+        _ids(
+            "IDENT-041",
+            "SAFE-005",
+            *(f"CAUSE-{n:03d}" for n in range(1, 7)),
+        ),
     ),
     Profile(
         "extended/job-spec",

@@ -7,9 +7,17 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.checks import CheckFailed, Context, Needs, check
-from conformance.harness import Fault
+from conformance.harness import Fault, Probe
 from conformance.steps import long_spec, look, run, runs_again
-from dispatch_core import Cause, ObjectRef, Observation, State
+from dispatch_core import (
+    Cause,
+    DispatchError,
+    ObjectRef,
+    Observation,
+    Rejected,
+    State,
+    Unsupported,
+)
 from dispatch_core.clock import pause
 
 CAUSES_CLAUSE: Final = (
@@ -141,11 +149,77 @@ def evicted_by_its_node(ctx: Context) -> None:
     )
 
 
+WAITING_CLAUSE: Final = (
+    "DESIGN §4, Two budgets: a failure before the execution started (unschedulable) is told "
+    "while it is queued, apart from a wait for capacity"
+)
+
+
+@check("CAUSE-005", clause=WAITING_CLAUSE, needs=Needs(probes=(Probe.BEYOND_CAPACITY,)))
+def beyond_capacity_is_unschedulable(ctx: Context) -> None:
+    """A job the target could never run is refused, or shows queued with cause unschedulable.
+
+    It asks for more than the target has: start refuses it (Rejected or Unsupported), or, the
+    scheduling time after its start, open shows it queued, unschedulable (the supervisor's
+    signal that waiting will not help)."""
+    plan = ctx.plan(ctx.beyond_capacity_spec(long_spec(ctx)))
+    try:
+        ref = ctx.backend.start(plan, 1, 1)
+    except (Rejected, Unsupported):
+        return
+    except DispatchError as error:
+        raise CheckFailed(
+            f"start of a job asking for more than the target has raised "
+            f"{type(error).__name__} ({error}): it is refused (Rejected, Unsupported) or queued"
+        ) from None
+    ctx.track(f"stop {ref.id}", lambda: ctx.backend.stop(ref))
+    pause(ctx.clock, ctx.harness.schedule_within)
+    seen = look(ctx, ref, "the scheduling time after its start")
+    ctx.expect(
+        (seen.state, seen.cause) == (State.QUEUED, Cause.UNSCHEDULABLE),
+        f"open showed {ref.id}, which asks for more than the target could ever give it, "
+        f"{seen.state.value} with cause {seen.cause.value} the scheduling time after its "
+        "start: not queued, unschedulable",
+    )
+
+
+@check(
+    "CAUSE-006",
+    clause=WAITING_CLAUSE,
+    needs=Needs(faults=(Fault.TAKE_QUOTA, Fault.LET_RUN)),
+)
+def waiting_for_quota_is_no_capacity(ctx: Context) -> None:
+    """A job waiting for quota others hold shows queued, no_capacity, and runs once it is free.
+
+    Another user's work holds the quota the job draws from when it starts: the scheduling
+    time after, open shows it queued with cause no_capacity (not unschedulable: waiting
+    helps); once the quota is given back it runs."""
+    ctx.faults.take_quota()
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    pause(ctx.clock, ctx.harness.schedule_within)
+    seen = look(ctx, ref, "while another user's work held the quota it draws from")
+    ctx.expect(
+        (seen.state, seen.cause) == (State.QUEUED, Cause.NO_CAPACITY),
+        f"open showed {ref.id} {seen.state.value} with cause {seen.cause.value} while another "
+        "user's work held the quota it draws from: not queued, no_capacity",
+    )
+    ctx.faults.give_quota_back()
+    run(ctx, ref)
+    seen = look(ctx, ref, "once the quota was given back and it ran")
+    ctx.expect(
+        seen.state is State.RUNNING,
+        f"open showed {ref.id} {seen.state.value} (cause {seen.cause.value}) once the quota "
+        "was given back and the scheduler ran it",
+    )
+
+
 __all__ = [
+    "beyond_capacity_is_unschedulable",
     "evicted_by_its_node",
     "killed_for_memory",
     "preempted_shows_preempted",
     "requeued_by_an_administrator",
     "told",
+    "waiting_for_quota_is_no_capacity",
     "watch",
 ]

@@ -502,6 +502,7 @@ def test_the_simulated_clusters_offer_every_fault_and_probe_slurm_can_have() -> 
             f"harness cannot inject {LOOK_ALIKES_HELD} ({ELIGIBLE_LOOK_ALIKES})"
         )
         expected[Probe.OTHER_TARGETS] = unmet(Probe.OTHER_TARGETS, "").replace(" ()", "")
+        expected[Fault.TAKE_QUOTA] = unmet(Fault.TAKE_QUOTA, "").replace(" ()", "")
         if job_comment:
             expected[Fault.LOSE_IDENTITY_HISTORY] = (
                 f"harness cannot inject lose_identity_history ({KEEPS_COMMENTS})"
@@ -673,7 +674,8 @@ CANNOT = {
     # Slurm job names a runtime that reruns a task under its identity; other_targets: the
     # Slurm adapter keeps nothing it read of its cluster but its own preflight's answers, and
     # no Slurm harness opens a second cluster; look_alike:held: slurm-sim's look-alikes are eligible
-    # (for accounting to show them), and its scheduler runs them
+    # (for accounting to show them), and its scheduler runs them; take_quota: no QOS
+    # limits on the simulator
     "slurm-sim": (
         "lose_identity_history",
         "recreate",
@@ -688,6 +690,7 @@ CANNOT = {
         "runtimes",
         "other_targets",
         "look_alike:held",
+        "take_quota",
     ),
     "slurm-sim-nocomment": (
         "recreate",
@@ -702,6 +705,7 @@ CANNOT = {
         "runtimes",
         "other_targets",
         "look_alike:held",
+        "take_quota",
     ),
 }
 KNOWN: dict[tuple[str, str], str] = {}

@@ -42,6 +42,7 @@ from conformance.harness import (
 from conformance.harnesses import load_harness
 from conformance.powers import (
     POWER_OF,
+    AsksBeyondCapacity,
     FailsEveryTry,
     MovesToHoldEdges,
     ObservesImages,
@@ -50,6 +51,7 @@ from conformance.powers import (
     RerunsFailures,
     RunsCommands,
     StallsTeardown,
+    TakesQuota,
     WeakensIdentity,
     WritesRankOutput,
 )
@@ -111,6 +113,8 @@ UNIMPLEMENTED: dict[str, type] = {
     Probe.RUNTIMES: WeakensIdentity,
     Probe.RANK_OUTPUT: WritesRankOutput,
     Probe.OTHER_TARGETS: OpensOtherTargets,
+    Probe.BEYOND_CAPACITY: AsksBeyondCapacity,
+    "take_quota": TakesQuota,
     "stall_teardown": StallsTeardown,
     "hold_edge": MovesToHoldEdges,
     "fail_every_try": FailsEveryTry,
@@ -175,6 +179,12 @@ def test_what_each_shape_offers_and_declines() -> None:
         "the memory adapter weakens identity is its identity_weakened setting (a text, or a "
         "function of the spec), no runtime's): implement conformance.powers.WeakensIdentity to "
         "offer it",
+        "beyond_capacity": "harness offers no beyond_capacity (the memory scheduler models no "
+        "capacity: every job it is given fits, and runs when let_run says): implement "
+        "conformance.powers.AsksBeyondCapacity to offer it",
+        "take_quota": "harness offers no take_quota (the memory scheduler meters no quota: "
+        "nothing another user runs holds a job back): implement conformance.powers.TakesQuota "
+        "to offer it",
         "other_targets": "harness offers no other_targets (a memory adapter's answers are its "
         "settings, given when it is made: it reads nothing of its target that another target "
         "could hold otherwise): implement conformance.powers.OpensOtherTargets to offer it",

@@ -549,6 +549,30 @@ class PreemptionReadAsEvicted(KubeflowBackend):
         return seen
 
 
+class EveryQuotaWaitIsCapacity(KubeflowBackend):
+    """Every reason Kueue gives for reserving no quota reads as a wait for capacity: a
+    TrainJob that asks for more than the ClusterQueue's whole quota (``ExceedsMaxQuota``),
+    which can never run, shows queued, no_capacity, and a supervisor waits on it."""
+
+    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
+        seen = super()._observe(obj, restarts=restarts)
+        if seen.state is State.QUEUED and seen.cause is Cause.UNSCHEDULABLE:
+            return seen.model_copy(update={"cause": Cause.NO_CAPACITY})
+        return seen
+
+
+class QuotaWaitIsUnschedulable(KubeflowBackend):
+    """A Workload waiting for quota others hold (``WaitingForQuota``) reads as one that can
+    never be admitted: queued, unschedulable, and a supervisor gives up on a job that only had
+    to wait."""
+
+    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
+        seen = super()._observe(obj, restarts=restarts)
+        if seen.state is State.QUEUED and seen.cause is Cause.NO_CAPACITY:
+            return seen.model_copy(update={"cause": Cause.UNSCHEDULABLE})
+        return seen
+
+
 class EvictionReadAsPreempted(KubeflowBackend):
     """Any eviction is read as a preemption: a TrainJob failed by a pod its kubelet evicted
     (``status.reason`` Evicted) shows cause preempted, and so does a queued TrainJob whose
@@ -682,6 +706,20 @@ CATALOGUE: Final[Sequence[Broken]] = (
         kueue=True,
         only=("CAUSE-003", "CAUSE-004"),
     ),
+    Broken(
+        "every_quota_wait_is_capacity",
+        _doc(EveryQuotaWaitIsCapacity),
+        EveryQuotaWaitIsCapacity,
+        kueue=True,
+        only=("CAUSE-005",),
+    ),
+    Broken(
+        "quota_wait_is_unschedulable",
+        _doc(QuotaWaitIsUnschedulable),
+        QuotaWaitIsUnschedulable,
+        kueue=True,
+        only=("CAUSE-006",),
+    ),
     Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
     Broken("follow_from_the_end", _doc(FollowFromTheEnd), FollowFromTheEnd, only=("CAP-021",)),
     Broken("reads_last_rank", _doc(ReadsLastRank), ReadsLastRank, only=("CAP-023",)),
@@ -777,6 +815,8 @@ where_allows_an_empty_name = _factory("where_allows_an_empty_name")
 oom_read_as_its_exit_code = _factory("oom_read_as_its_exit_code")
 preemption_read_as_evicted = _factory("preemption_read_as_evicted")
 eviction_read_as_preempted = _factory("eviction_read_as_preempted")
+every_quota_wait_is_capacity = _factory("every_quota_wait_is_capacity")
+quota_wait_is_unschedulable = _factory("quota_wait_is_unschedulable")
 runtimes_kept_by_name = _factory("runtimes_kept_by_name")
 gate_read_once_per_process = _factory("gate_read_once_per_process")
 
@@ -788,6 +828,7 @@ __all__ = [
     "Broken",
     "DeleteWithoutUid",
     "EnvUnescaped",
+    "EveryQuotaWaitIsCapacity",
     "FindByNamePrefix",
     "FollowFromTheEnd",
     "GateReadOncePerProcess",
@@ -797,6 +838,7 @@ __all__ = [
     "JobSetWaitUnbounded",
     "ParseIgnoresName",
     "ReadIgnoresOffset",
+    "QuotaWaitIsUnschedulable",
     "ReadsLastRank",
     "ReadyBeforeWrite",
     "ReleaseKeepsExecution",

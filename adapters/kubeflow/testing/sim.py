@@ -91,6 +91,7 @@ from conformance.harness import (
     reply_loss_need,
 )
 from conformance.powers import (
+    AsksBeyondCapacity,
     Evicts,
     FailsBeforeEffect,
     FailsBetweenSteps,
@@ -116,6 +117,7 @@ from conformance.powers import (
     ShowsInventory,
     StallsTeardown,
     TakesIdsAhead,
+    TakesQuota,
     TellsUnfired,
     VanishesBeforeReadBack,
     WeakensIdentity,
@@ -258,6 +260,11 @@ NO_KUEUE_REQUEUE: Final = (
     "and reactivation of its Workload, which the readmission gate readmits"
 )
 """Why ``kubeflow-sim`` declines ``requeue_underneath``."""
+NO_KUEUE_QUOTA: Final = (
+    "without Kueue nothing meters a quota: a pod waiting for room and one that could never "
+    "fit read the same (PodScheduled=False, Unschedulable)"
+)
+"""Why ``kubeflow-sim`` cannot ``take_quota``."""
 KUEUE_NO_STALL: Final = (
     "with Kueue only a running object is requeued, by its Workload's deactivation: no requeue "
     "waits for an ended run's JobSet to go"
@@ -341,6 +348,28 @@ def queue_objects(config: QueueConfig) -> list[tuple[ResourceType, JSON]]:
     """The ClusterQueue and LocalQueue of ``config``, as Kueue's bootstrap makes them."""
     made = kueue_bootstrap(config, KubeConfig().nodes)
     return [(kind, obj) for kind, obj in made if kind in (CLUSTERQUEUES, LOCALQUEUES)]
+
+
+def quota_workload(name: str, namespace: str, count: int, priority: int) -> JSON:
+    """A Workload made directly (as a controller Kueue has no integration for makes one:
+    Kueue admits Workloads that represent an arbitrary workload, kueue ff69552e
+    site/content/en/docs/concepts/workload.md) on :data:`QUEUE`, asking for ``count`` pods
+    of :data:`PREEMPTOR_IMAGE`; the readmission gate never marks its check, so it holds its
+    quota and never runs a pod."""
+    container = {"name": "main", "image": PREEMPTOR_IMAGE}
+    return {
+        "apiVersion": WORKLOADS.api_version,
+        "kind": WORKLOADS.kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "active": True,
+            "priority": priority,
+            "queueName": QUEUE,
+            "podSets": [
+                {"name": "main", "count": count, "template": {"spec": {"containers": [container]}}}
+            ],
+        },
+    }
 
 
 def weakening_as(name: str, kind: ResourceType) -> JSON:
@@ -613,6 +642,8 @@ class SimCluster:
         self.kubelet = next(c for c in self.sim.controllers if isinstance(c, Kubelet))
         self.serial = itertools.count(1)
         self.preemptors: list[tuple[str, str]] = []
+        self.quota_holders: list[tuple[str, str]] = []
+        """Another user's Workloads holding the quota until give_quota_back (take_quota)."""
         """The preemptor Workloads (namespace, name) holding quota until the next let_run."""
         self.sim.create(CLUSTERTRAININGRUNTIMES, restarting_runtime())
 
@@ -862,36 +893,40 @@ class SimCluster:
         check (it is no dispatch TrainJob's), so it is never admitted and runs no pod: it holds
         the quota, which is all the preempted Workload sees of a preemptor. Returns its name."""
         namespace = str(victim["metadata"]["namespace"])
+        name = f"preemptor-{next(self.serial)}"
+        count = POD_QUOTA - self.pods_held(but=str(victim["metadata"].get("uid")))
+        body = quota_workload(name, namespace, count, PREEMPTOR_PRIORITY)
+        self.sim.create(WORKLOADS, body, namespace)
+        self.preemptors.append((namespace, name))
+        return name
+
+    def pods_held(self, but: str = "") -> int:
+        """The pods of the quota that the Workloads holding quota hold (but the one of uid
+        ``but``)."""
         held = 0
         for wl in self.sim.store.select(WORKLOADS):
-            if wl["metadata"].get("uid") == victim["metadata"].get("uid"):
+            if wl["metadata"].get("uid") == but:
                 continue
             if not kueue_has_quota(wl) or kueue_is_finished(wl):
                 continue
             for assigned in (wl["status"].get("admission") or {}).get("podSetAssignments") or []:
                 held += int((assigned.get("resourceUsage") or {}).get(PODS_RESOURCE, 0))
-        name = f"preemptor-{next(self.serial)}"
-        container = {"name": "main", "image": PREEMPTOR_IMAGE}
-        body: JSON = {
-            "apiVersion": WORKLOADS.api_version,
-            "kind": WORKLOADS.kind,
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {
-                "active": True,
-                "priority": PREEMPTOR_PRIORITY,
-                "queueName": QUEUE,
-                "podSets": [
-                    {
-                        "name": "main",
-                        "count": POD_QUOTA - held,
-                        "template": {"spec": {"containers": [container]}},
-                    }
-                ],
-            },
-        }
-        self.sim.create(WORKLOADS, body, namespace)
-        self.preemptors.append((namespace, name))
-        return name
+        return held
+
+    def take_quota(self) -> None:
+        """Another user's Workload of priority 0 asks for every pod of the quota left: Kueue
+        reserves it (FIFO), and the gate never marks its check (no dispatch TrainJob's), so it
+        holds the quota until :meth:`give_quota_back`."""
+        name = f"quota-holder-{next(self.serial)}"
+        count = POD_QUOTA - self.pods_held()
+        self.sim.create(WORKLOADS, quota_workload(name, NAMESPACE, count, 0), NAMESPACE)
+        self.quota_holders.append((NAMESPACE, name))
+
+    def give_quota_back(self) -> None:
+        """The quota holders' owner deletes them: Kueue admits what waited for their quota."""
+        holders, self.quota_holders = self.quota_holders, []
+        for namespace, name in holders:
+            self.sim.faults.admin_delete(WORKLOADS, namespace, name)
 
     def end_preemptions(self) -> None:
         """Each preemptor's owner deletes it, its work done: its quota is free again, and Kueue
@@ -963,6 +998,7 @@ class SimPowers(
     ReusesIds[KubeflowBackend],
     Recreates[KubeflowBackend],
     TakesIdsAhead[KubeflowBackend],
+    TakesQuota[KubeflowBackend],
     LosesNodes[KubeflowBackend],
     KillsForMemory[KubeflowBackend],
     Evicts[KubeflowBackend],
@@ -1212,6 +1248,20 @@ class SimPowers(
         with cluster.sim.lock:
             cluster.sim.create(TRAINJOBS, dispatch_trainjob(name, {}, {}, suspend=True), NAMESPACE)
         return f"{NAMESPACE}/{name}"
+
+    def take_quota(self, backend: KubeflowBackend) -> None:
+        """With Kueue, another user's Workload holds the ClusterQueue's quota
+        (:meth:`SimCluster.take_quota`)."""
+        cluster = self.cluster_of(backend)
+        if not cluster.kueue:
+            raise CannotInject(Fault.TAKE_QUOTA, why=NO_KUEUE_QUOTA)
+        cluster.take_quota()
+        cluster.sync()
+
+    def give_quota_back(self, backend: KubeflowBackend) -> None:
+        cluster = self.cluster_of(backend)
+        cluster.give_quota_back()
+        cluster.sync()
 
     def recreate(self, backend: KubeflowBackend, ref: ObjectRef) -> None:
         """``kubectl replace --force``: the TrainJob is deleted (its JobSet and pods with it) and
@@ -1612,6 +1662,7 @@ class KubeflowSimHarness(
     WeakensIdentity,
     WritesRankOutput[KubeflowBackend],
     OpensOtherTargets[KubeflowBackend],
+    AsksBeyondCapacity,
     PreflightsFree,
 ):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
@@ -1647,7 +1698,7 @@ class KubeflowSimHarness(
         self.impossible = (
             KUBE_IMPOSSIBLE | {"requeue_underneath(held)"}
             if kueue
-            else KUBE_IMPOSSIBLE | {Fault.REQUEUE_UNDERNEATH}
+            else KUBE_IMPOSSIBLE | {Fault.REQUEUE_UNDERNEATH, Fault.TAKE_QUOTA}
         )
         self.seed = seed
         self.seeds = itertools.count(seed)
@@ -1663,6 +1714,8 @@ class KubeflowSimHarness(
             return REFUSED[need]
         if need == Fault.REQUEUE_UNDERNEATH and not self.kueue:
             return NO_KUEUE_REQUEUE
+        if need == Fault.TAKE_QUOTA and not self.kueue:
+            return NO_KUEUE_QUOTA
         # With Kueue only a running object is requeued: no requeue tears a finished run down.
         if need == Fault.STALL_TEARDOWN and self.kueue:
             return KUEUE_NO_STALL
@@ -1739,6 +1792,12 @@ class KubeflowSimHarness(
         """``spec`` naming an identity-keeping runtime, not the adapter's default
         (:data:`KEEPING_RUNTIMES`)."""
         return naming(spec, next(r for r in KEEPING_RUNTIMES if r != self.default_runtime))
+
+    def beyond_capacity_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` on one node more than the cluster holds pods (:data:`POD_QUOTA`, the
+        ClusterQueue's quota with Kueue: ``ExceedsMaxQuota``; without, the last pod stays
+        ``Unschedulable``)."""
+        return spec.model_copy(update={"nodes": POD_QUOTA + 1})
 
     def other_target_forms(self) -> int:
         """Another namespace and another cluster; with Kueue, another queue too."""

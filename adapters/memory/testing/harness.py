@@ -149,6 +149,13 @@ REFUSED: Final[Mapping[str, str]] = {
         "a memory job's spec names no runtime: whether the memory adapter weakens identity is "
         "its identity_weakened setting (a text, or a function of the spec), no runtime's"
     ),
+    Probe.BEYOND_CAPACITY: (
+        "the memory scheduler models no capacity: every job it is given fits, and runs when "
+        "let_run says"
+    ),
+    Fault.TAKE_QUOTA: (
+        "the memory scheduler meters no quota: nothing another user runs holds a job back"
+    ),
     Probe.OTHER_TARGETS: (
         "a memory adapter's answers are its settings, given when it is made: it reads nothing "
         "of its target that another target could hold otherwise"

@@ -77,6 +77,7 @@ from conformance.harness import (
     race_need,
 )
 from conformance.powers import (
+    AsksBeyondCapacity,
     DisablesHistory,
     FailsBeforeEffect,
     FailsBetweenSteps,
@@ -535,6 +536,7 @@ class SlurmSimHarness(
     ShowsInventory[SlurmBackend],
     ShowsPaths[SlurmBackend],
     WritesRankOutput[SlurmBackend],
+    AsksBeyondCapacity,
     RunsCommands,
     PreflightsFree,
 ):
@@ -598,6 +600,11 @@ class SlurmSimHarness(
 
     def inventory(self, backend: SlurmBackend) -> Sequence[str]:
         return sim_cluster(backend).inventory()
+
+    def beyond_capacity_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` on one node more than the cluster has: slurmctld refuses it at submission
+        ("Node count specification invalid", as the simulator's ``_admit`` models it)."""
+        return spec.model_copy(update={"nodes": len(self.config.nodes) + 1})
 
     def rank_writes(self, backend: SlurmBackend, ref: ObjectRef, rank: int, text: str) -> None:
         """Task ``rank`` of the running job writes the line ``text`` to its stdout now: it goes
