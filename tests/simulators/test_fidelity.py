@@ -754,3 +754,43 @@ def test_a_cancelled_batch_step_may_show_its_shell_s_exit_instead_of_the_signal(
         difference("18.batch|COMPLETED|0:0\n", "18.batch|CANCELLED|0:15\n"),
     ):
         assert fid.explain(unexplained, fid.KNOWN_DIFFERENCES) is None, unexplained
+
+
+def _formats_difference(step: str, real: str, sim: str) -> TranscriptDifference:
+    return TranscriptDifference(
+        "formats", "comment", 8, step, "stdout", real, sim,
+        real_step=f"rc=0\n{real}", sim_step=f"rc=0\n{sim}",
+    )  # fmt: skip
+
+
+BACKFILLED_SHOW = (
+    "JobId=28 JobName=fid-Formats\n"
+    "   RunTime=E+0 TimeLimit={limit} TimeMin=N/A\n"
+    "   StartTime=T+2 EndTime={end} Deadline=N/A\n"
+    "   SuspendTime=None SecsPreSuspend=0 LastSchedEval=T+2 Scheduler={by}\n"
+)
+
+
+def test_a_job_the_backfill_pass_started_has_a_year_s_limit_and_an_end() -> None:
+    """CI saw this (formats, steps 8 and 9, stop 41): the backfill pass started the job
+    before the main scheduler, so it read a year's limit and an end; only then, and only
+    those fields."""
+    show = "scontrol show job 28"
+    real = BACKFILLED_SHOW.format(limit="E+31536000", end="1828219909", by="Backfill")
+    sim = BACKFILLED_SHOW.format(limit="UNLIMITED", end="Unknown", by="Main")
+    assert "backfill" in (
+        fid.explain(_formats_difference(show, real, sim), fid.KNOWN_DIFFERENCES) or ""
+    )
+    listing = "squeue -j 28 -h -o '%i|%V|%S|%e'"
+    dated = _formats_difference(listing, "28|T+1|T+2|2027-12-07T22:51:49\n", "28|T+1|T+2|NONE\n")
+    assert "backfill" in (fid.explain(dated, fid.KNOWN_DIFFERENCES) or "")
+    # The main scheduler's start, or another line, stays unexplained.
+    by_main = BACKFILLED_SHOW.format(limit="E+31536000", end="1828219909", by="Main")
+    other = real.replace("JobName=fid-Formats", "JobName=fid-Other")
+    for unexplained in (by_main, other):
+        difference = _formats_difference(show, unexplained, sim)
+        assert fid.explain(difference, fid.KNOWN_DIFFERENCES) is None, unexplained
+    reversed_ = _formats_difference(
+        listing, "28|T+1|T+2|NONE\n", "28|T+1|T+2|2027-12-07T22:51:49\n"
+    )
+    assert fid.explain(reversed_, fid.KNOWN_DIFFERENCES) is None

@@ -160,6 +160,14 @@ _RESTART: Final = (
     "seen), the simulator's runs at multiples of sched_interval (60 s unless "
     "SchedulerParameters says otherwise), so the restart time differs (only the times)"
 )
+_BACKFILLED: Final = (
+    "a job without a time limit that the backfill pass (every bf_interval, phase unknown) "
+    "starts before the main scheduler does gets the partition's limit, a year where the "
+    "partition has none, as its time limit, and its start plus that as its end "
+    "(backfill.c 2211-2219, 2697-2702, 2724-2728, at slurm-22-05-8-1: scontrol says "
+    "TimeLimit=365-00:00:00 and an EndTime, squeue %e a date); the main scheduler keeps "
+    "UNLIMITED and an Unknown end, as the simulator, which runs the main scheduler only, does"
+)
 KNOWN_DIFFERENCES: tuple[Known, ...] = (
     Known(
         "*", r"^sacct", "stdout", _ACCOUNTING_LAG,
@@ -229,6 +237,16 @@ KNOWN_DIFFERENCES: tuple[Known, ...] = (
         "shell. Either way the job is CANCELLED and the 15 is in one field",
         lines=r"\.batch\|(CANCELLED\|0:15|FAILED\|15:0)$",
         real=r"\.batch\|FAILED\|15:0$", sim=r"\.batch\|CANCELLED\|0:15$", timing=True,
+    ),
+    Known(
+        "*", r"^scontrol show job", "stdout", _BACKFILLED,
+        lines=r"^\s*(RunTime=.*TimeLimit=|StartTime=.*EndTime=|SuspendTime=.*Scheduler=)",
+        real=r"Scheduler=Backfill", sim=r"Scheduler=Main", timing=True,
+    ),
+    Known(
+        "*", r"^squeue .*%e", "stdout", _BACKFILLED,
+        lines=r"\|(NONE|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)$",
+        real=r"\|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$", sim=r"\|NONE$", timing=True,
     ),
     Known(
         "*", r"^scontrol show job", "stdout",
