@@ -537,40 +537,44 @@ def _without_oom(value: Any) -> Any:
     return value
 
 
-class PreemptionReadAsEvicted(KubeflowBackend):
+class QueuedCauseMisread(KubeflowBackend):
+    """A queued object the adapter reads with cause :attr:`read` shows :attr:`shown`."""
+
+    read: ClassVar[Cause]
+    shown: ClassVar[Cause]
+
+    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
+        seen = super()._observe(obj, restarts=restarts)
+        if seen.state is State.QUEUED and seen.cause is self.read:
+            return seen.model_copy(update={"cause": self.shown})
+        return seen
+
+
+class PreemptionReadAsEvicted(QueuedCauseMisread):
     """A Workload Kueue evicted is read by its condition's type, whatever its reason: a
     TrainJob whose Workload was preempted for another (``Evicted``, reason ``Preempted``)
     waits in the queue with cause evicted, not preempted."""
 
-    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
-        seen = super()._observe(obj, restarts=restarts)
-        if seen.state is State.QUEUED and seen.cause is Cause.PREEMPTED:
-            return seen.model_copy(update={"cause": Cause.EVICTED})
-        return seen
+    read = Cause.PREEMPTED
+    shown = Cause.EVICTED
 
 
-class EveryQuotaWaitIsCapacity(KubeflowBackend):
+class EveryQuotaWaitIsCapacity(QueuedCauseMisread):
     """Every reason Kueue gives for reserving no quota reads as a wait for capacity: a
     TrainJob that asks for more than the ClusterQueue's whole quota (``ExceedsMaxQuota``),
     which can never run, shows queued, no_capacity, and a supervisor waits on it."""
 
-    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
-        seen = super()._observe(obj, restarts=restarts)
-        if seen.state is State.QUEUED and seen.cause is Cause.UNSCHEDULABLE:
-            return seen.model_copy(update={"cause": Cause.NO_CAPACITY})
-        return seen
+    read = Cause.UNSCHEDULABLE
+    shown = Cause.NO_CAPACITY
 
 
-class QuotaWaitIsUnschedulable(KubeflowBackend):
+class QuotaWaitIsUnschedulable(QueuedCauseMisread):
     """A Workload waiting for quota others hold (``WaitingForQuota``) reads as one that can
     never be admitted: queued, unschedulable, and a supervisor gives up on a job that only had
     to wait."""
 
-    def _observe(self, obj: Mapping[str, Any], *, restarts: bool = True) -> Observation:
-        seen = super()._observe(obj, restarts=restarts)
-        if seen.state is State.QUEUED and seen.cause is Cause.NO_CAPACITY:
-            return seen.model_copy(update={"cause": Cause.UNSCHEDULABLE})
-        return seen
+    read = Cause.NO_CAPACITY
+    shown = Cause.UNSCHEDULABLE
 
 
 class EvictionReadAsPreempted(KubeflowBackend):
