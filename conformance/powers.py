@@ -52,7 +52,9 @@ class RunsJobs(Protocol[B_contra]):
     """The scheduler's own progress, on a check's demand (needs ``let_run``, ``finish``)."""
 
     def let_run(self, backend: B_contra, ref: ObjectRef) -> None:
-        """The scheduler starts the (queued, eligible) object now, and its execution begins."""
+        """The scheduler starts the (queued, eligible) object now, and its execution begins.
+        Called on an object already running, it starts nothing and returns once that
+        execution has begun (every rank the harness can see has started)."""
 
     def finish(self, backend: B_contra, ref: ObjectRef, exit_code: int = 0) -> None:
         """The running object's command exits with ``exit_code``."""

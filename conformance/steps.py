@@ -116,12 +116,14 @@ def ref_text(ref: ObjectRef) -> str:
 
 
 def run(ctx: Context, ref: ObjectRef) -> Observation:
-    """Let the queued object run (the harness's ``let_run``) and see it running through open;
-    an object the scheduler has started by itself is left as it is."""
+    """Let the queued object run (the harness's ``let_run``) and see it running through open.
+    An object the scheduler has started by itself goes through ``let_run`` too: on a real
+    cluster its ranks start a moment after the scheduler does, and the harness returns only
+    once they have (CI saw IDENT-014 read no execution of a job stopped in that moment)."""
     seen = look(ctx, ref, "before the scheduler starts it")
+    ctx.faults.let_run(ref)
     if seen.state is State.RUNNING:
         return seen
-    ctx.faults.let_run(ref)
 
     def running() -> Observation | None:
         seen = look(ctx, ref, "after the scheduler started it")

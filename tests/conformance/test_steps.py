@@ -1,14 +1,21 @@
-"""The shared steps' judgement of a write through a stale ref: the occupant's only change
-allowed is the one a real scheduler makes on its own (it starts a queued object), and no write
-can make that change."""
+"""The shared steps: the judgement of a write through a stale ref (the occupant's only change
+allowed is the one a real scheduler makes on its own: it starts a queued object, and no write
+can make that change), and ``run`` of an object the scheduler has already started."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.steps import started_meanwhile
-from dispatch_core import State
+from adapters.memory import MemoryBackend
+from adapters.memory.testing.harness import MemoryHarness
+from conformance.checks import Context
+from conformance.steps import run, started_meanwhile
+from dispatch_core import ObjectRef, State
+from tests.conformance.test_slurm_harness import probe_check
 
 STATES = st.sampled_from(list(State))
 RESTARTS = st.sampled_from(["unknown", "0", "1", "2"])
@@ -34,3 +41,38 @@ def test_only_queued_to_running_with_all_else_kept_is_allowed(
 ) -> None:
     allowed = started_meanwhile(shown(s1, r1, h1), shown(s2, r2, h2))
     assert allowed == ((s1, s2) == (State.QUEUED, State.RUNNING) and (r1, h1) == (r2, h2))
+
+
+class RanksStartLate(MemoryHarness):
+    """The memory target with a real cluster's moment between the scheduler's start and its
+    ranks': no execution shows until ``let_run`` has waited for the ranks."""
+
+    def __init__(self, **cluster: Any) -> None:
+        super().__init__("slurm", **cluster)
+        self.awaited: set[str] = set()
+
+    def let_run(self, backend: MemoryBackend, ref: ObjectRef) -> None:
+        super().let_run(backend, ref)
+        self.awaited.add(ref.id)
+
+    def executions(
+        self, backend: MemoryBackend, ref: ObjectRef
+    ) -> Sequence[Sequence[Mapping[str, str]]]:
+        shown = super().executions(backend, ref)
+        return shown if ref.id in self.awaited else []
+
+
+def test_run_waits_for_the_ranks_of_an_object_the_scheduler_started_by_itself() -> None:
+    # CI saw IDENT-014 on a real Slurm stop a job the scheduler had started a moment before
+    # its ranks had, and read no execution of it.
+    harness = RanksStartLate()
+    ctx = Context(harness, probe_check(), seed=7)
+    ref = ctx.start(ctx.plan())
+    backend = ctx.backend
+    assert isinstance(backend, MemoryBackend)
+    backend.cluster.let_run(ref.id)  # the scheduler, on its own
+    assert run(ctx, ref).state is State.RUNNING
+    assert ref.id in harness.awaited
+    assert len(ctx.executions(ref)) == 1
+    run(ctx, ref)  # again: let_run on a running object starts nothing
+    assert len(ctx.executions(ref)) == 1

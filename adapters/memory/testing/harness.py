@@ -397,6 +397,8 @@ class MemoryFaults(
     def let_run(self, backend: MemoryBackend, ref: ObjectRef) -> None:
         cluster = backend.cluster
         job = cluster.require(ref.id)
+        if job.state is State.RUNNING:
+            return  # its execution began when it started: every rank saw its variables
         wait = job.eligible - cluster.now()
         clock = cluster.clock
         if wait > 0 and isinstance(clock, VirtualClock):
