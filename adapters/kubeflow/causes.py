@@ -121,31 +121,40 @@ def failure_cause(pods: Sequence[JSON], reason: str) -> Verdict:
                     State.FAILED,
                     Cause.OUT_OF_MEMORY,
                     _exit(ended),
-                    f"pod {_pod_name(pod)}: OOMKilled",
+                    detail=f"pod {_pod_name(pod)}: OOMKilled",
                 )
     for pod in pods:
         if _disruption(pod) in NODE_LOST or (pod.get("status") or {}).get("reason") == "NodeLost":
-            return Verdict(State.FAILED, Cause.NODE_LOST, None, f"pod {_pod_name(pod)}: node lost")
+            return Verdict(
+                State.FAILED, Cause.NODE_LOST, None, detail=f"pod {_pod_name(pod)}: node lost"
+            )
     for pod in pods:
         if (pod.get("status") or {}).get("reason") == "Evicted" or (
             _disruption(pod) == "TerminationByKubelet"
         ):
-            return Verdict(State.FAILED, Cause.EVICTED, None, f"pod {_pod_name(pod)}: evicted")
+            return Verdict(
+                State.FAILED, Cause.EVICTED, None, detail=f"pod {_pod_name(pod)}: evicted"
+            )
     for pod in pods:
         if _disruption(pod) == "PreemptionByScheduler":
-            return Verdict(State.FAILED, Cause.PREEMPTED, None, f"pod {_pod_name(pod)}: preempted")
+            return Verdict(
+                State.FAILED, Cause.PREEMPTED, None, detail=f"pod {_pod_name(pod)}: preempted"
+            )
     for pod in pods:
         for ended in _terminations(pod):
             code = _exit(ended)
             if code:
                 return Verdict(
-                    State.FAILED, Cause.EXIT_CODE, code, f"pod {_pod_name(pod)}: exit code {code}"
+                    State.FAILED,
+                    Cause.EXIT_CODE,
+                    code,
+                    detail=f"pod {_pod_name(pod)}: exit code {code}",
                 )
     return Verdict(
         State.FAILED,
         Cause.EVIDENCE_LOST,
         None,
-        f"the JobSet failed ({reason}) and no pod is left to tell why",
+        detail=f"the JobSet failed ({reason}) and no pod is left to tell why",
     )
 
 
@@ -161,13 +170,16 @@ def waiting_cause(pods: Sequence[JSON]) -> Verdict | None:
             reason = ((status.get("state") or {}).get("waiting") or {}).get("reason")
             if reason in IMAGE_PULL:
                 return Verdict(
-                    State.QUEUED, Cause.IMAGE_PULL, None, f"pod {_pod_name(pod)}: {reason}"
+                    State.QUEUED, Cause.IMAGE_PULL, None, detail=f"pod {_pod_name(pod)}: {reason}"
                 )
     for pod in current_pods(pods):
         cond = _false_condition(pod, "PodScheduled")
         if cond is not None and cond.get("reason") == "Unschedulable":
             return Verdict(
-                State.QUEUED, Cause.UNSCHEDULABLE, None, f"pod {_pod_name(pod)}: Unschedulable"
+                State.QUEUED,
+                Cause.UNSCHEDULABLE,
+                None,
+                detail=f"pod {_pod_name(pod)}: Unschedulable",
             )
     return None
 
@@ -187,7 +199,7 @@ def node_lost(pods: Sequence[JSON]) -> Verdict | None:
         State.FAILED,
         Cause.NODE_LOST,
         None,
-        f"pod {_pod_name(gone[0])} was deleted with its node; every rank is terminating",
+        detail=f"pod {_pod_name(gone[0])} was deleted with its node; every rank is terminating",
     )
 
 
@@ -195,25 +207,31 @@ def _workload_verdict(workload: JSON, hold: int | None) -> Verdict | None:
     if (workload.get("spec") or {}).get("active") is False:
         if hold is not None:
             return Verdict(
-                State.HELD, Cause.NONE, None, f"Workload inactive (dispatch hold {hold})"
+                State.HELD, Cause.NONE, None, detail=f"Workload inactive (dispatch hold {hold})"
             )
-        return Verdict(State.QUEUED, Cause.NONE, None, "Workload inactive, no dispatch hold")
+        return Verdict(State.QUEUED, Cause.NONE, None, detail="Workload inactive, no dispatch hold")
     evicted = condition(workload, "Evicted")
     if evicted is None or condition(workload, "QuotaReserved") is not None:
         evicted = condition(workload, "Requeued")  # evicted, requeued, not yet readmitted
     if evicted is not None and condition(workload, "Admitted") is None:
         reason = str(evicted.get("reason", ""))
         if reason == "Preempted":
-            return Verdict(State.QUEUED, Cause.PREEMPTED, None, "Workload evicted: Preempted")
+            return Verdict(
+                State.QUEUED, Cause.PREEMPTED, None, detail="Workload evicted: Preempted"
+            )
         if reason == "NodeFailures":
-            return Verdict(State.QUEUED, Cause.NODE_LOST, None, "Workload evicted: NodeFailures")
+            return Verdict(
+                State.QUEUED, Cause.NODE_LOST, None, detail="Workload evicted: NodeFailures"
+            )
     pending = _false_condition(workload, "QuotaReserved")
     if pending is not None:
         reason = str(pending.get("reason", ""))
         if reason in ("ExceedsMaxQuota", "NoMatchingFlavor", "Inadmissible", "Misconfigured"):
-            return Verdict(State.QUEUED, Cause.UNSCHEDULABLE, None, f"QuotaReserved: {reason}")
+            return Verdict(
+                State.QUEUED, Cause.UNSCHEDULABLE, None, detail=f"QuotaReserved: {reason}"
+            )
         if reason in ("WaitingForQuota", "WaitingForPreemptedWorkloads"):
-            return Verdict(State.QUEUED, Cause.NO_CAPACITY, None, f"QuotaReserved: {reason}")
+            return Verdict(State.QUEUED, Cause.NO_CAPACITY, None, detail=f"QuotaReserved: {reason}")
     return None
 
 
@@ -228,17 +246,20 @@ def classify(
     """The verdict on ``trainjob`` from the evidence read in the same ``open``."""
     meta = trainjob.get("metadata") or {}
     if meta.get("deletionTimestamp"):
-        return Verdict(State.CANCELLED, Cause.CANCELLED, None, "being deleted")
+        return Verdict(State.CANCELLED, Cause.CANCELLED, None, detail="being deleted")
     if condition(trainjob, "Complete") is not None:
-        return Verdict(State.SUCCEEDED, Cause.NONE, 0, "Complete")
+        return Verdict(State.SUCCEEDED, Cause.NONE, 0, detail="Complete")
     failed = condition(trainjob, "Failed")
     if failed is not None:
         reason = str(failed.get("reason", ""))
         if reason == "DeadlineExceeded":
-            return Verdict(State.FAILED, Cause.TIMEOUT, None, "Failed: DeadlineExceeded")
+            return Verdict(State.FAILED, Cause.TIMEOUT, None, detail="Failed: DeadlineExceeded")
         verdict = failure_cause(pods, reason)
         return Verdict(
-            verdict.state, verdict.cause, verdict.exit_code, f"Failed ({reason}): {verdict.detail}"
+            verdict.state,
+            verdict.cause,
+            verdict.exit_code,
+            detail=f"Failed ({reason}): {verdict.detail}",
         )
     lost = node_lost(pods)
     if lost is not None:
@@ -251,17 +272,19 @@ def classify(
             return queued
     if suspended and not kueue:
         if hold is not None:
-            return Verdict(State.HELD, Cause.NONE, None, f"suspended under dispatch hold {hold}")
-        return Verdict(State.QUEUED, Cause.NONE, None, "suspended (no dispatch hold)")
+            return Verdict(
+                State.HELD, Cause.NONE, None, detail=f"suspended under dispatch hold {hold}"
+            )
+        return Verdict(State.QUEUED, Cause.NONE, None, detail="suspended (no dispatch hold)")
     waiting = waiting_cause(pods)
     if waiting is not None:
         return waiting
     if suspended:
-        return Verdict(State.QUEUED, Cause.NONE, None, "suspended, waiting for admission")
+        return Verdict(State.QUEUED, Cause.NONE, None, detail="suspended, waiting for admission")
     phases = {str((p.get("status") or {}).get("phase", "")) for p in current_pods(pods)}
     if phases & {"Running", "Succeeded"}:
-        return Verdict(State.RUNNING, Cause.NONE, None, "running")
-    return Verdict(State.QUEUED, Cause.NONE, None, "waiting for its pods to start")
+        return Verdict(State.RUNNING, Cause.NONE, None, detail="running")
+    return Verdict(State.QUEUED, Cause.NONE, None, detail="waiting for its pods to start")
 
 
 __all__ = ["Verdict", "classify", "condition", "current_pods", "failure_cause", "waiting_cause"]

@@ -142,6 +142,28 @@ def test_an_observations_free_text_detail_is_text(old: str, new: str) -> None:
     assert judge(DETAIL, DETAIL.replace(old, new), method="f")
 
 
+VERDICT = """
+def f(pod, code):
+    return Verdict(State.FAILED, Cause.EXIT_CODE, code, detail=f"pod {pod}: exit code {code}")
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "text"),
+    [
+        ('detail=f"pod {pod}: exit code {code}"', "detail=None", True),
+        (', detail=f"pod {pod}: exit code {code}"', "", True),
+        ('f"pod {pod}: exit code {code}"', 'f"XXpod {pod}: exit code {code}XX"', True),
+        ("Cause.EXIT_CODE", "None", False),
+        ("code, detail", "None, detail", False),
+    ],
+)
+def test_a_kubeflow_verdicts_detail_is_text_and_its_cause_is_not(
+    old: str, new: str, text: bool
+) -> None:
+    assert judge(VERDICT, VERDICT.replace(old, new), method="f") is text
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [

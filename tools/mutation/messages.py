@@ -127,8 +127,9 @@ def _bound_parameter(call: ast.Call, argument: ast.AST, callee: Function) -> str
     return None
 
 
-MESSAGE_FIELDS: Final = frozenset({("Observation", "detail")})
-"""Fields of the value model that hold free text for people (no rule reads them)."""
+MESSAGE_FIELDS: Final = frozenset({("Observation", "detail"), ("Verdict", "detail")})
+"""Fields that hold free text for people (no rule reads them): the value model's, and the
+Kubeflow adapter's ``Verdict.detail``, read only into its Observation's detail."""
 LABEL_COUNTERS: Final = frozenset({"calls"})
 """Attributes that count an adapter's commands by a label (a cost figure, not the contract)."""
 
