@@ -438,6 +438,34 @@ def test_a_change_on_the_tests_side_re_tests_what_was_not_killed(
     prepare([BACKEND], fresh=False)
     assert not stats.exists()  # a new function: nothing records which checks reach it yet
 
+    # a run stopped before it recorded the checks its results are of: they are re-tested
+    state.unlink()
+    meta.write_text(json.dumps({"exit_code_by_key": codes, "durations_by_key": {}}))
+    prepare([BACKEND], fresh=False)
+    assert json.loads(meta.read_text())["exit_code_by_key"] == {
+        HOLD.format(1): 1,
+        HOLD.format(2): None,
+        HOLD.format(3): None,
+        HOLD.format(4): -24,
+    }
+
+
+def test_a_changed_mutated_module_has_mutmut_remake_its_mutants_before_anything_is_tested(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tools.mutation import cli
+    from tools.mutation.report import Mutant
+
+    tested = Mutant(HOLD.format(1), "adapters.slurm.backend", "SlurmBackend.hold", KILLED, BACKEND)
+    monkeypatch.setattr(cli, "load_mutants", lambda _dir, _sources: [tested])
+    monkeypatch.setattr(cli, "text_only", lambda _mutants: frozenset())
+    ran: list[list[str]] = []
+    monkeypatch.setattr(cli, "run_mutmut", lambda _children, names: ran.append(list(names)) or 0)
+    assert cli.test_untested([BACKEND], 2, every=False, sample=None) == 0
+    assert ran == []  # every mutant has a result, and nothing changed
+    assert cli.test_untested([BACKEND], 2, every=False, sample=None, remake=True) == 0
+    assert ran == [[cli.SEED_PATTERN]]
+
 
 def test_a_module_that_is_not_mutated_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     from tools.mutation.cli import main

@@ -80,15 +80,19 @@ def _files(roots: Iterable[str], skip: set[str]) -> list[Path]:
 def fingerprints(sources: Sequence[str]) -> dict[str, str]:
     """``tests``: a hash of the code the checks run, less ``sources``; ``functions``: a hash of
     the names of the functions of ``sources`` (a new one has no record of the checks that
-    reach it until mutmut collects them again)."""
+    reach it until mutmut collects them again); ``sources``: a hash of ``sources`` themselves
+    (mutmut makes a changed function's mutants anew only when it runs)."""
     tests = hashlib.sha256()
     for path in _files(TEST_SIDE, set(sources)):
         tests.update(path.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     names = hashlib.sha256()
+    text = hashlib.sha256()
     for source in sources:
-        for name in _functions(ast.parse(Path(source).read_text("utf-8")).body):
+        body = Path(source).read_bytes()
+        text.update(source.encode() + b"\0" + body + b"\0")
+        for name in _functions(ast.parse(body.decode("utf-8")).body):
             names.update(f"{source}:{name}\n".encode())
-    return {"tests": tests.hexdigest(), "functions": names.hexdigest()}
+    return {"tests": tests.hexdigest(), "functions": names.hexdigest(), "sources": text.hexdigest()}
 
 
 def _functions(body: list[ast.stmt], prefix: str = "") -> list[str]:
@@ -138,18 +142,20 @@ def prepare(sources: Sequence[str], fresh: bool) -> dict[str, str]:
         print("fresh: removed mutants/ (every mutant is made and tested again)")
     state = _load_state()
     now = fingerprints(sources)
-    if not state or not (MUTANTS / "mutmut-stats.json").exists():
-        return now
+    if not any((MUTANTS / f"{source}.meta").is_file() for source in sources):
+        return now  # no result yet: nothing to keep or forget
     stats = MUTANTS / "mutmut-stats.json"
     if state.get("tests") != now["tests"]:
-        stats.unlink()
+        # also with no state: a run stopped before it recorded one leaves results whose checks
+        # are unknown
+        stats.unlink(missing_ok=True)
         count = _reset(sources, _KEPT_WHEN_TESTS_CHANGE)
         print(
             f"the checks' side changed since the last run: mutmut collects again which checks "
             f"reach which function, and re-tests the {count} mutants not killed"
         )
     elif state.get("functions") != now["functions"]:
-        stats.unlink()
+        stats.unlink(missing_ok=True)
         print("functions were added or removed: mutmut collects again which checks reach them")
     return now
 
@@ -343,16 +349,24 @@ goal-area function's few: they would be tested anyway)."""
 
 
 def test_untested(
-    sources: Sequence[str], max_children: int, *, every: bool, sample: tuple[int, int] | None
+    sources: Sequence[str],
+    max_children: int,
+    *,
+    every: bool,
+    sample: tuple[int, int] | None,
+    remake: bool = False,
 ) -> int:
     """Have mutmut test the mutants that have no result yet: those of the goal areas (every
     one with ``every``), less those that change only text (their result would not count);
     with ``sample`` (size, seed), a seeded random sample of that many of them. mutmut makes
     the mutants on its first run, so a run from nothing starts with :data:`SEED_PATTERN`; it
     makes those of a function whose source changed anew when it starts, so they are tested in
-    a second pass. mutmut's exit status."""
+    a second pass; with ``remake`` (a mutated module changed since the last run), mutmut runs
+    once first, to make the changed functions' mutants anew. mutmut's exit status."""
     known = load_mutants(MUTANTS, sources)
-    if not known:
+    if not known or remake:
+        if known:
+            print("the mutated modules changed since the last run: mutmut remakes their mutants")
         status = run_mutmut(max_children, [SEED_PATTERN])
         if status != 0:
             return status
@@ -548,10 +562,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.report_only:
         started = time.monotonic()
         # the fingerprints cover every mutated module, whichever this run tests
+        previous = _load_state()
         started_from = prepare(every_source, args.fresh)
+        # every result recorded from here on is of these checks, even if the run is stopped
+        MUTANTS.mkdir(exist_ok=True)
+        STATE.write_text(json.dumps(started_from, indent=2), "utf-8")
         before = {m.name: (m.status, m.seconds) for m in load_mutants(MUTANTS, sources)}
         sample = None if args.sample is None else (args.sample, args.sample_seed)
-        status = test_untested(sources, args.max_children, every=args.all, sample=sample)
+        status = test_untested(
+            sources,
+            args.max_children,
+            every=args.all,
+            sample=sample,
+            remake=previous.get("sources") != started_from["sources"],
+        )
         wall = time.monotonic() - started
         if status != 0:
             return status
