@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import ast
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -590,3 +592,26 @@ def test_the_test_runs_keep_the_clusters_files_in_a_directory_removed_after_them
         assert root.is_dir() and not str(root).startswith("/dev/shm")
         (root / "dispatch-job-x").mkdir()  # what a killed run leaves
     assert not root.exists()
+
+
+def test_a_mutmut_that_printed_its_results_and_hangs_is_ended_and_counts_as_done(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tools.mutation import cli
+
+    log = tmp_path / "mutmut-run.log"
+    monkeypatch.setattr(cli, "LOG", log)
+    monkeypatch.setattr(cli, "POLL", 0.01)
+    monkeypatch.setattr(cli, "EXIT_GRACE", 0.0)
+    # as mutmut 3.x at times does: every result printed, then a wait that never ends
+    hangs = "import sys, threading; print('x', flush=True); "
+    hangs += "print('\\nMutant results\\n---', flush=True); threading.Event().wait()"
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, "-c", hangs], stdout=out)
+        assert cli._await_mutmut(process) == 0
+    assert process.returncode is not None  # ended, not left behind
+    assert "had not exited" in capsys.readouterr().out
+
+    with log.open("w") as out:
+        failing = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"], stdout=out)
+        assert cli._await_mutmut(failing) == 3  # a mutmut that fails is not a hang

@@ -204,19 +204,50 @@ def run_mutmut(max_children: int, names: Sequence[str] = ()) -> int:
     shown = " ".join(argv) + (f" <{len(names)} mutants>" if names else "")
     print(f"{shown}  (log: {LOG})", flush=True)
     with LOG.open("w", encoding="utf-8") as log, scratch() as env:
-        done = subprocess.run(
-            [*argv, *names], stdout=log, stderr=subprocess.STDOUT, env=env, check=False
-        )
-    if done.returncode != 0:
+        process = subprocess.Popen([*argv, *names], stdout=log, stderr=subprocess.STDOUT, env=env)
+        returncode = _await_mutmut(process)
+    if returncode != 0:
         how = (
-            f"was killed by signal {-done.returncode}"
-            if done.returncode < 0
-            else f"exited with status {done.returncode}"
+            f"was killed by signal {-returncode}"
+            if returncode < 0
+            else f"exited with status {returncode}"
         )
         tail = LOG.read_text("utf-8", "replace").replace("\r", "\n").splitlines()[-15:]
         print("\n".join([f"mutmut run {how}; the end of its log:", *tail]), file=sys.stderr)
-        return done.returncode if done.returncode > 0 else 128 - done.returncode
+        return returncode if returncode > 0 else 128 - returncode
     return 0
+
+
+POLL: Final = 2.0
+"""Seconds between two looks at a running mutmut."""
+RESULTS_PRINTED: Final = "\nMutant results\n"
+"""What mutmut 3.x prints once every result is written, before it lists them."""
+EXIT_GRACE: Final = 60.0
+"""Seconds mutmut is given to exit once it has printed its results. mutmut 3.x at times
+never exits then (its main thread waits on a lock its finished workers held): it is ended,
+and the run counts as done, since every result is on disk."""
+
+
+def _await_mutmut(process: subprocess.Popen[bytes]) -> int:
+    """mutmut's exit status; 0 when it was ended after printing its results (see
+    :data:`EXIT_GRACE`)."""
+    printed_at: float | None = None
+    seen = ""
+    with LOG.open(encoding="utf-8", errors="replace") as log:
+        while True:
+            try:
+                return process.wait(timeout=POLL)
+            except subprocess.TimeoutExpired:
+                pass
+            if printed_at is None:
+                seen = seen[-len(RESULTS_PRINTED) :] + log.read()  # what it printed since
+                if RESULTS_PRINTED in seen:
+                    printed_at = time.monotonic()
+            elif time.monotonic() - printed_at > EXIT_GRACE:
+                process.kill()
+                process.wait()
+                print(f"mutmut printed its results and had not exited {EXIT_GRACE:.0f} s later")
+                return 0
 
 
 def diffs(names_and_paths: Iterable[tuple[str, str]]) -> dict[str, tuple[tuple[str, ...], ...]]:
