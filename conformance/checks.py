@@ -43,6 +43,7 @@ from conformance.harness import (
 )
 from conformance.powers import (
     AsksBeyondCapacity,
+    AsksUnpullableImage,
     ObservesExecutions,
     ObservesImages,
     ObservesSignals,
@@ -528,6 +529,12 @@ class GuardedHarness(Harness[Backend]):
             raise missing_power(Probe.BEYOND_CAPACITY)
         return self.guard("beyond_capacity_spec()", lambda: inner.beyond_capacity_spec(spec))
 
+    def unpullable_image_spec(self, spec: JobSpec) -> JobSpec:
+        inner = self.inner
+        if not isinstance(inner, AsksUnpullableImage):
+            raise missing_power(Probe.UNPULLABLE_IMAGE)
+        return self.guard("unpullable_image_spec()", lambda: inner.unpullable_image_spec(spec))
+
     def other_target_forms(self) -> int:
         inner = self.inner
         if not isinstance(inner, OpensOtherTargets):
@@ -687,6 +694,11 @@ class Context:
         """``spec`` asking for more than the target could ever give it
         (:class:`~conformance.powers.AsksBeyondCapacity`)."""
         return self.harness.beyond_capacity_spec(spec)
+
+    def unpullable_image_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming an image the target can never pull
+        (:class:`~conformance.powers.AsksUnpullableImage`)."""
+        return self.harness.unpullable_image_spec(spec)
 
     def other_target_forms(self) -> int:
         """How many kinds of other target the harness opens

@@ -313,6 +313,9 @@ class Probe(StrEnum):
     BEYOND_CAPACITY = "beyond_capacity"
     """:class:`~conformance.powers.AsksBeyondCapacity`: a spec asking for more than the
     target could ever give it."""
+    UNPULLABLE_IMAGE = "unpullable_image"
+    """:class:`~conformance.powers.AsksUnpullableImage`: a spec naming a container image the
+    target can never pull."""
     OTHER_TARGETS = "other_targets"
     """:class:`~conformance.powers.OpensOtherTargets`: a second adapter instance in the same
     process, on another target of the scheduler that refuses a spec the check's target

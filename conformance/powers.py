@@ -488,6 +488,16 @@ class WeakensIdentity(Protocol):
 
 
 @runtime_checkable
+class AsksUnpullableImage(Protocol):
+    """Specs naming an image the target cannot pull (needs ``unpullable_image``)."""
+
+    def unpullable_image_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` naming (``dispatch.Image``) a container image the target can never pull (a
+        registry that does not exist), so that every rank's container waits, ``ErrImagePull``
+        then ``ImagePullBackOff``, and nothing upstream ever ends the job."""
+
+
+@runtime_checkable
 class AsksBeyondCapacity(Protocol):
     """Specs asking for more than the target could ever give (needs ``beyond_capacity``)."""
 
@@ -618,6 +628,7 @@ POWER_OF: Final[Mapping[str, type]] = {
     Probe.RUNTIMES: WeakensIdentity,
     Probe.OTHER_TARGETS: OpensOtherTargets,
     Probe.BEYOND_CAPACITY: AsksBeyondCapacity,
+    Probe.UNPULLABLE_IMAGE: AsksUnpullableImage,
     Probe.RANK_OUTPUT: WritesRankOutput,
     Probe.HOST_PATHS: ShowsPaths,
     Probe.COMMANDS: RunsCommands,
@@ -661,6 +672,7 @@ __all__ = [
     "POWERS",
     "POWER_OF",
     "AsksBeyondCapacity",
+    "AsksUnpullableImage",
     "DisablesHistory",
     "Evicts",
     "FailsBeforeEffect",

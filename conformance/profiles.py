@@ -96,11 +96,12 @@ PROFILES: Final[tuple[Profile, ...]] = (
     Profile(
         "extended/causes",
         "node loss, preemption and eviction: the object's end or requeue and its cause; a job "
-        "that can never run, and one waiting for quota, told apart while queued",
+        "that can never run, one waiting for quota and one whose image cannot be pulled, told "
+        "apart while queued",
         _ids(
             "IDENT-041",
             "SAFE-005",
-            *(f"CAUSE-{n:03d}" for n in range(1, 7)),
+            *(f"CAUSE-{n:03d}" for n in range(1, 8)),
         ),
     ),
     Profile(

@@ -9,7 +9,9 @@ from typing import Final
 from conformance.checks import CheckFailed, Context, Needs, check
 from conformance.harness import Fault, Probe
 from conformance.steps import long_spec, look, run, runs_again
+from conformance.suites.capability import declared_yes
 from dispatch_core import (
+    Capability,
     Cause,
     DispatchError,
     ObjectRef,
@@ -150,8 +152,8 @@ def evicted_by_its_node(ctx: Context) -> None:
 
 
 WAITING_CLAUSE: Final = (
-    "DESIGN §4, Two budgets: a failure before the execution started (unschedulable) is told "
-    "while it is queued, apart from a wait for capacity"
+    "DESIGN §4, Two budgets: a failure before the execution started (image pull, "
+    "unschedulable) is told while it is queued, apart from a wait for capacity"
 )
 
 
@@ -213,6 +215,32 @@ def waiting_for_quota_is_no_capacity(ctx: Context) -> None:
     )
 
 
+@check("CAUSE-007", clause=WAITING_CLAUSE, needs=Needs(probes=(Probe.UNPULLABLE_IMAGE,)))
+def unpullable_image_is_image_pull(ctx: Context) -> None:
+    """A job whose image can never be pulled shows queued, image_pull, and stays so.
+
+    Its image is on a registry that cannot exist: once open tells why it has not started, it
+    shows queued with cause image_pull (a failure before its execution started, told apart
+    from a wait for capacity), and so at every look for :data:`WATCHED` seconds more: nothing
+    upstream ends such a job by itself (kubeflow-facts §8.5)."""
+    spec = ctx.unpullable_image_spec(long_spec(ctx))
+    declared_yes(ctx, spec, Capability.CONTAINER_IMAGE)
+    ref = ctx.start(ctx.plan(spec))
+    when = "while its image could not be pulled"
+    seen = told(ctx, ref, when)
+    ctx.expect(
+        (seen.state, seen.cause) == (State.QUEUED, Cause.IMAGE_PULL),
+        f"open showed {ref.id}, whose image no registry has, {seen.state.value} with cause "
+        f"{seen.cause.value}: not queued, image_pull",
+    )
+    for later in watch(ctx, ref, when):
+        ctx.expect(
+            (later.state, later.cause) == (State.QUEUED, Cause.IMAGE_PULL),
+            f"open showed {ref.id}, whose image no registry has, {later.state.value} with cause "
+            f"{later.cause.value} after it had shown queued, image_pull: nothing pulls it later",
+        )
+
+
 __all__ = [
     "beyond_capacity_is_unschedulable",
     "evicted_by_its_node",
@@ -220,6 +248,7 @@ __all__ = [
     "preempted_shows_preempted",
     "requeued_by_an_administrator",
     "told",
+    "unpullable_image_is_image_pull",
     "waiting_for_quota_is_no_capacity",
     "watch",
 ]

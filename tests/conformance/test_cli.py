@@ -1005,6 +1005,7 @@ def test_the_harness_doc_example_type_checks_and_runs_every_applicable_check(
         "fail_between_steps", "fail_every_try", "recreate", "take_id_ahead", "disable_history", "lag_history",
         "preempt", "oom_kill", "evict", "ignore_next_stop", "near_hold", "hold_edge", "stall_teardown",
         "commands", "images", "self_restarts", "runtimes", "rank_output", "other_targets", "beyond_capacity", "take_quota",
+        "unpullable_image",
     )  # fmt: skip
     allowed = (
         "the harness's target has no native id reuse",

@@ -43,6 +43,7 @@ from conformance.harnesses import load_harness
 from conformance.powers import (
     POWER_OF,
     AsksBeyondCapacity,
+    AsksUnpullableImage,
     FailsEveryTry,
     MovesToHoldEdges,
     ObservesImages,
@@ -114,6 +115,7 @@ UNIMPLEMENTED: dict[str, type] = {
     Probe.RANK_OUTPUT: WritesRankOutput,
     Probe.OTHER_TARGETS: OpensOtherTargets,
     Probe.BEYOND_CAPACITY: AsksBeyondCapacity,
+    Probe.UNPULLABLE_IMAGE: AsksUnpullableImage,
     "take_quota": TakesQuota,
     "stall_teardown": StallsTeardown,
     "hold_edge": MovesToHoldEdges,
@@ -182,6 +184,9 @@ def test_what_each_shape_offers_and_declines() -> None:
         "beyond_capacity": "harness offers no beyond_capacity (the memory scheduler models no "
         "capacity: every job it is given fits, and runs when let_run says): implement "
         "conformance.powers.AsksBeyondCapacity to offer it",
+        "unpullable_image": "harness offers no unpullable_image (the memory scheduler pulls no "
+        "image: its adapter declares ContainerImage no): implement "
+        "conformance.powers.AsksUnpullableImage to offer it",
         "take_quota": "harness offers no take_quota (the memory scheduler meters no quota: "
         "nothing another user runs holds a job back): implement conformance.powers.TakesQuota "
         "to offer it",

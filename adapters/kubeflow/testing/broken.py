@@ -577,6 +577,16 @@ class QuotaWaitIsUnschedulable(QueuedCauseMisread):
     shown = Cause.UNSCHEDULABLE
 
 
+class ImagePullIsJustWaiting(QueuedCauseMisread):
+    """The pods' container states are not read, only their scheduling: a TrainJob whose image
+    no registry has (every container waiting, ``ErrImagePull``, then ``ImagePullBackOff``)
+    shows queued with no cause, like one the scheduler has not reached yet, and a supervisor
+    waits on it forever."""
+
+    read = Cause.IMAGE_PULL
+    shown = Cause.NONE
+
+
 class EvictionReadAsPreempted(KubeflowBackend):
     """Any eviction is read as a preemption: a TrainJob failed by a pod its kubelet evicted
     (``status.reason`` Evicted) shows cause preempted, and so does a queued TrainJob whose
@@ -724,6 +734,12 @@ CATALOGUE: Final[Sequence[Broken]] = (
         kueue=True,
         only=("CAUSE-006",),
     ),
+    Broken(
+        "image_pull_is_just_waiting",
+        _doc(ImagePullIsJustWaiting),
+        ImagePullIsJustWaiting,
+        only=("CAUSE-007",),
+    ),
     Broken("read_ignores_offset", _doc(ReadIgnoresOffset), ReadIgnoresOffset, only=("CAP-020",)),
     Broken("follow_from_the_end", _doc(FollowFromTheEnd), FollowFromTheEnd, only=("CAP-021",)),
     Broken("reads_last_rank", _doc(ReadsLastRank), ReadsLastRank, only=("CAP-023",)),
@@ -821,6 +837,7 @@ preemption_read_as_evicted = _factory("preemption_read_as_evicted")
 eviction_read_as_preempted = _factory("eviction_read_as_preempted")
 every_quota_wait_is_capacity = _factory("every_quota_wait_is_capacity")
 quota_wait_is_unschedulable = _factory("quota_wait_is_unschedulable")
+image_pull_is_just_waiting = _factory("image_pull_is_just_waiting")
 runtimes_kept_by_name = _factory("runtimes_kept_by_name")
 gate_read_once_per_process = _factory("gate_read_once_per_process")
 
@@ -839,6 +856,7 @@ __all__ = [
     "GateTakesAnyJobLabel",
     "HoldIgnoresResourceVersion",
     "ImageDropped",
+    "ImagePullIsJustWaiting",
     "JobSetWaitUnbounded",
     "ParseIgnoresName",
     "ReadIgnoresOffset",

@@ -92,6 +92,7 @@ from conformance.harness import (
 )
 from conformance.powers import (
     AsksBeyondCapacity,
+    AsksUnpullableImage,
     Evicts,
     FailsBeforeEffect,
     FailsBetweenSteps,
@@ -124,8 +125,9 @@ from conformance.powers import (
     WritesNearHolds,
     WritesRankOutput,
 )
-from dispatch_core import Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected
+from dispatch_core import IMAGE, Clock, HoldBound, JobID, JobSpec, ObjectRef, Rejected
 from simulators.kubernetes import KubeConfig, KubeSim, QueueConfig
+from simulators.kubernetes.behaviour import Behaviour
 from simulators.kubernetes.controllers.kubelet import (
     Kubelet,
     Start,
@@ -280,6 +282,11 @@ PREEMPTOR_PRIORITY: Final = 1
 """A preemptor Workload's ``spec.priority``: above the TrainJobs' Workloads (0), so that Kueue
 takes it before the Workload it preempted once that one has released its quota."""
 PREEMPTOR_IMAGE: Final = "registry.k8s.io/pause:3.10"
+UNPULLABLE_IMAGE: Final = "registry.invalid/dispatch-conformance/unpullable:0"
+"""An image on a registry that cannot exist (RFC 2606's ``.invalid``): a kubelet's pull of it
+fails, ``ErrImagePull``, then ``ImagePullBackOff`` between tries, and the pod stays Pending; the
+simulated clusters pull it so (https://kubernetes.io/docs/concepts/containers/images/ [A5];
+/work/shared/reference/kubeflow-facts.md §8.3)."""
 HELD_REQUEUE: Final = (
     "Kueue readmits an evicted Workload by itself: there is no state in which the scheduler "
     "keeps a requeued TrainJob held"
@@ -621,6 +628,8 @@ class SimCluster:
         self.kueue = kueue
         self.over_http = over_http
         self.sim = KubeSim(config, seed=seed)
+        unpullable = Behaviour(image_pull="ErrImagePull")
+        self.sim.cluster.behaviours.add(unpullable, image=UNPULLABLE_IMAGE)
         self._stack = contextlib.ExitStack()
         self.server: Server = self._stack.enter_context(self.sim.serve())
         self._configuration: client.Configuration | None = None
@@ -1663,6 +1672,7 @@ class KubeflowSimHarness(
     WritesRankOutput[KubeflowBackend],
     OpensOtherTargets[KubeflowBackend],
     AsksBeyondCapacity,
+    AsksUnpullableImage,
     PreflightsFree,
 ):
     """The Kubeflow adapter on a fresh simulated cluster per backend, with or without Kueue
@@ -1798,6 +1808,11 @@ class KubeflowSimHarness(
         ClusterQueue's quota with Kueue: ``ExceedsMaxQuota``; without, the last pod stays
         ``Unschedulable``)."""
         return spec.model_copy(update={"nodes": POD_QUOTA + 1})
+
+    def unpullable_image_spec(self, spec: JobSpec) -> JobSpec:
+        """``spec`` in :data:`UNPULLABLE_IMAGE`."""
+        extensions = {**spec.extensions, IMAGE: UNPULLABLE_IMAGE}
+        return spec.model_copy(update={"extensions": extensions})
 
     def other_target_forms(self) -> int:
         """Another namespace and another cluster; with Kueue, another queue too."""

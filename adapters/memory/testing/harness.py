@@ -113,6 +113,7 @@ IMPOSSIBLE: Final[Mapping[Shape, frozenset[str]]] = {
             race_need(Race.TOUCHED),  # the memory cluster's writes carry no version
             Probe.SELF_RESTARTS,  # as Slurm, it reruns no failed job by itself
             Probe.IMAGES,  # as Slurm, no container image
+            Probe.UNPULLABLE_IMAGE,  # so none to pull
             Probe.RUNTIMES,  # as Slurm, no runtime a spec could name
             look_alike_need(LookAlike.MISNAMED),  # the name is the key; the cluster gives ids
             Fault.EVICT,  # as on Slurm, a node evicts no job for its own sake
@@ -141,6 +142,9 @@ REFUSED: Final[Mapping[str, str]] = {
         "PreTerminationSignal no"
     ),
     Probe.IMAGES: "the memory scheduler runs no container: its adapter declares ContainerImage no",
+    Probe.UNPULLABLE_IMAGE: (
+        "the memory scheduler pulls no image: its adapter declares ContainerImage no"
+    ),
     Probe.SELF_RESTARTS: (
         "the memory scheduler never reruns a failed object by itself: its adapter declares the "
         "restart rule no"

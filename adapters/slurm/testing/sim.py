@@ -164,6 +164,7 @@ SLURM_IMPOSSIBLE: Final = frozenset(
         race_need(Race.TOUCHED),  # scontrol update carries no version another writer moves
         Probe.SELF_RESTARTS,  # Slurm reruns no failed job by itself (only a node failure's)
         Probe.IMAGES,  # a job's steps run on the node as they are, in no container image
+        Probe.UNPULLABLE_IMAGE,  # so no image is pulled, and none can fail to be
         Probe.RUNTIMES,  # a job names no runtime: failed tasks are never rerun in place
         Fault.FAIL_EVERY_TRY,  # the Slurm adapter retries no write: its one try is every try
         look_alike_need(LookAlike.MISNAMED),  # the name is the key; slurmctld hands out ids
@@ -241,6 +242,7 @@ SLURM_IMPOSSIBLE_WHY: Final[Mapping[str, str]] = {
     race_need(Race.TOUCHED): NO_TOUCHED,
     Probe.SELF_RESTARTS: NO_SELF_RESTARTS,
     Probe.IMAGES: NO_IMAGES,
+    Probe.UNPULLABLE_IMAGE: NO_IMAGES,
     Probe.RUNTIMES: NO_RUNTIMES,
     Fault.FAIL_EVERY_TRY: NO_RETRIES,
 }
