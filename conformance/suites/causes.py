@@ -51,6 +51,42 @@ def killed_for_memory(ctx: Context) -> None:
     )
 
 
+FAILING_EXIT: Final = 42
+"""The exit code of CAUSE-008's failing command: neither 1 nor a signal's 128+n."""
+
+
+@check("CAUSE-008", clause=CAUSES_CLAUSE, needs=Needs(faults=(Fault.LET_RUN, Fault.FINISH)))
+def exit_code_is_told(ctx: Context) -> None:
+    """A command that exits N ends its object failed, cause exit_code; one that exits 0, succeeded.
+
+    Two jobs run, and their commands exit: one :data:`FAILING_EXIT`, one 0. Once open shows
+    each ended, the first is failed with cause exit_code and exit code 42 (or none, where the
+    target does not tell it: what cannot be told is unknown; squeue shows no exit code), and the
+    second succeeded with exit code 0 or none."""
+    refs = []
+    for code in (FAILING_EXIT, 0):
+        ref = ctx.start(ctx.plan(long_spec(ctx)))
+        run(ctx, ref)
+        refs.append((ref, code))
+    for ref, code in refs:
+        ctx.faults.finish(ref, code)
+        seen = told(ctx, ref, f"after its command exited {code}")
+        if code:
+            ctx.expect(
+                (seen.state, seen.cause) == (State.FAILED, Cause.EXIT_CODE)
+                and seen.exit_code in (code, None),
+                f"open showed {ref.id}, whose command exited {code}, {seen.state.value} with "
+                f"cause {seen.cause.value} and exit code {seen.exit_code}: not failed, "
+                f"exit_code, {code}",
+            )
+        else:
+            ctx.expect(
+                seen.state is State.SUCCEEDED and seen.exit_code in (0, None),
+                f"open showed {ref.id}, whose command exited 0, {seen.state.value} with cause "
+                f"{seen.cause.value} and exit code {seen.exit_code}: not succeeded",
+            )
+
+
 def told(ctx: Context, ref: ObjectRef, after: str) -> Observation:
     """Look once a second until open tells what ``after`` did to the object: it ended, or it
     left running with a cause (a stop on the way may show it queued with none)."""
@@ -244,6 +280,7 @@ def unpullable_image_is_image_pull(ctx: Context) -> None:
 __all__ = [
     "beyond_capacity_is_unschedulable",
     "evicted_by_its_node",
+    "exit_code_is_told",
     "killed_for_memory",
     "preempted_shows_preempted",
     "requeued_by_an_administrator",
