@@ -102,16 +102,15 @@ def _terminations(pod: JSON) -> list[JSON]:
     return found
 
 
-def _disruption(pod: JSON) -> str:
-    cond = condition(pod, "DisruptionTarget")
-    return str(cond.get("reason", "")) if cond is not None else ""
+def _disruption(pod: JSON) -> object:
+    return (condition(pod, "DisruptionTarget") or {}).get("reason")
 
 
 def _pod_name(pod: JSON) -> str:
     return str((pod.get("metadata") or {}).get("name", "?"))
 
 
-def failure_cause(pods: Sequence[JSON], reason: str) -> Verdict:
+def failure_cause(pods: Sequence[JSON], reason: object) -> Verdict:
     """Why a TrainJob whose JobSet failed (``reason``) failed, from its newest pods."""
     pods = current_pods(pods)
     for pod in pods:
@@ -125,21 +124,15 @@ def failure_cause(pods: Sequence[JSON], reason: str) -> Verdict:
                 )
     for pod in pods:
         if _disruption(pod) in NODE_LOST or (pod.get("status") or {}).get("reason") == "NodeLost":
-            return Verdict(
-                State.FAILED, Cause.NODE_LOST, None, detail=f"pod {_pod_name(pod)}: node lost"
-            )
+            return Verdict(State.FAILED, Cause.NODE_LOST, detail=f"pod {_pod_name(pod)}: node lost")
     for pod in pods:
         if (pod.get("status") or {}).get("reason") == "Evicted" or (
             _disruption(pod) == "TerminationByKubelet"
         ):
-            return Verdict(
-                State.FAILED, Cause.EVICTED, None, detail=f"pod {_pod_name(pod)}: evicted"
-            )
+            return Verdict(State.FAILED, Cause.EVICTED, detail=f"pod {_pod_name(pod)}: evicted")
     for pod in pods:
         if _disruption(pod) == "PreemptionByScheduler":
-            return Verdict(
-                State.FAILED, Cause.PREEMPTED, None, detail=f"pod {_pod_name(pod)}: preempted"
-            )
+            return Verdict(State.FAILED, Cause.PREEMPTED, detail=f"pod {_pod_name(pod)}: preempted")
     for pod in pods:
         for ended in _terminations(pod):
             code = _exit(ended)
@@ -153,7 +146,6 @@ def failure_cause(pods: Sequence[JSON], reason: str) -> Verdict:
     return Verdict(
         State.FAILED,
         Cause.EVIDENCE_LOST,
-        None,
         detail=f"the JobSet failed ({reason}) and no pod is left to tell why",
     )
 
@@ -170,7 +162,7 @@ def waiting_cause(pods: Sequence[JSON]) -> Verdict | None:
             reason = ((status.get("state") or {}).get("waiting") or {}).get("reason")
             if reason in IMAGE_PULL:
                 return Verdict(
-                    State.QUEUED, Cause.IMAGE_PULL, None, detail=f"pod {_pod_name(pod)}: {reason}"
+                    State.QUEUED, Cause.IMAGE_PULL, detail=f"pod {_pod_name(pod)}: {reason}"
                 )
     for pod in current_pods(pods):
         cond = _false_condition(pod, "PodScheduled")
@@ -178,7 +170,6 @@ def waiting_cause(pods: Sequence[JSON]) -> Verdict | None:
             return Verdict(
                 State.QUEUED,
                 Cause.UNSCHEDULABLE,
-                None,
                 detail=f"pod {_pod_name(pod)}: Unschedulable",
             )
     return None
@@ -198,7 +189,6 @@ def node_lost(pods: Sequence[JSON]) -> Verdict | None:
     return Verdict(
         State.FAILED,
         Cause.NODE_LOST,
-        None,
         detail=f"pod {_pod_name(gone[0])} was deleted with its node; every rank is terminating",
     )
 
@@ -207,31 +197,25 @@ def _workload_verdict(workload: JSON, hold: int | None) -> Verdict | None:
     if (workload.get("spec") or {}).get("active") is False:
         if hold is not None:
             return Verdict(
-                State.HELD, Cause.NONE, None, detail=f"Workload inactive (dispatch hold {hold})"
+                State.HELD, Cause.NONE, detail=f"Workload inactive (dispatch hold {hold})"
             )
-        return Verdict(State.QUEUED, Cause.NONE, None, detail="Workload inactive, no dispatch hold")
+        return Verdict(State.QUEUED, Cause.NONE, detail="Workload inactive, no dispatch hold")
     evicted = condition(workload, "Evicted")
     if evicted is None or condition(workload, "QuotaReserved") is not None:
         evicted = condition(workload, "Requeued")  # evicted, requeued, not yet readmitted
     if evicted is not None and condition(workload, "Admitted") is None:
-        reason = str(evicted.get("reason", ""))
+        reason = evicted.get("reason")
         if reason == "Preempted":
-            return Verdict(
-                State.QUEUED, Cause.PREEMPTED, None, detail="Workload evicted: Preempted"
-            )
+            return Verdict(State.QUEUED, Cause.PREEMPTED, detail="Workload evicted: Preempted")
         if reason == "NodeFailures":
-            return Verdict(
-                State.QUEUED, Cause.NODE_LOST, None, detail="Workload evicted: NodeFailures"
-            )
+            return Verdict(State.QUEUED, Cause.NODE_LOST, detail="Workload evicted: NodeFailures")
     pending = _false_condition(workload, "QuotaReserved")
     if pending is not None:
-        reason = str(pending.get("reason", ""))
+        reason = pending.get("reason")
         if reason in ("ExceedsMaxQuota", "NoMatchingFlavor", "Inadmissible", "Misconfigured"):
-            return Verdict(
-                State.QUEUED, Cause.UNSCHEDULABLE, None, detail=f"QuotaReserved: {reason}"
-            )
+            return Verdict(State.QUEUED, Cause.UNSCHEDULABLE, detail=f"QuotaReserved: {reason}")
         if reason in ("WaitingForQuota", "WaitingForPreemptedWorkloads"):
-            return Verdict(State.QUEUED, Cause.NO_CAPACITY, None, detail=f"QuotaReserved: {reason}")
+            return Verdict(State.QUEUED, Cause.NO_CAPACITY, detail=f"QuotaReserved: {reason}")
     return None
 
 
@@ -246,14 +230,14 @@ def classify(
     """The verdict on ``trainjob`` from the evidence read in the same ``open``."""
     meta = trainjob.get("metadata") or {}
     if meta.get("deletionTimestamp"):
-        return Verdict(State.CANCELLED, Cause.CANCELLED, None, detail="being deleted")
+        return Verdict(State.CANCELLED, Cause.CANCELLED, detail="being deleted")
     if condition(trainjob, "Complete") is not None:
         return Verdict(State.SUCCEEDED, Cause.NONE, 0, detail="Complete")
     failed = condition(trainjob, "Failed")
     if failed is not None:
-        reason = str(failed.get("reason", ""))
+        reason = failed.get("reason")
         if reason == "DeadlineExceeded":
-            return Verdict(State.FAILED, Cause.TIMEOUT, None, detail="Failed: DeadlineExceeded")
+            return Verdict(State.FAILED, Cause.TIMEOUT, detail="Failed: DeadlineExceeded")
         verdict = failure_cause(pods, reason)
         return Verdict(
             verdict.state,
@@ -272,19 +256,17 @@ def classify(
             return queued
     if suspended and not kueue:
         if hold is not None:
-            return Verdict(
-                State.HELD, Cause.NONE, None, detail=f"suspended under dispatch hold {hold}"
-            )
-        return Verdict(State.QUEUED, Cause.NONE, None, detail="suspended (no dispatch hold)")
+            return Verdict(State.HELD, Cause.NONE, detail=f"suspended under dispatch hold {hold}")
+        return Verdict(State.QUEUED, Cause.NONE, detail="suspended (no dispatch hold)")
     waiting = waiting_cause(pods)
     if waiting is not None:
         return waiting
     if suspended:
-        return Verdict(State.QUEUED, Cause.NONE, None, detail="suspended, waiting for admission")
+        return Verdict(State.QUEUED, Cause.NONE, detail="suspended, waiting for admission")
     phases = {str((p.get("status") or {}).get("phase", "")) for p in current_pods(pods)}
     if phases & {"Running", "Succeeded"}:
-        return Verdict(State.RUNNING, Cause.NONE, None, detail="running")
-    return Verdict(State.QUEUED, Cause.NONE, None, detail="waiting for its pods to start")
+        return Verdict(State.RUNNING, Cause.NONE, detail="running")
+    return Verdict(State.QUEUED, Cause.NONE, detail="waiting for its pods to start")
 
 
 __all__ = ["Verdict", "classify", "condition", "current_pods", "failure_cause", "waiting_cause"]
