@@ -57,7 +57,7 @@ CORE: Final = Profile(
         *(f"IDENT-{n:03d}" for n in (23, 24, 25, 54, 57, 60, 62, 63, 65, 66, 67, 68, 69)),
         "IDENT-071", "IDENT-072", "IDENT-073", "IDENT-074",
         "SAFE-001", "SAFE-002", "SAFE-003", "SAFE-006", "SAFE-007",
-        "OBS-001", "OBS-002", "OBS-003", "OBS-004", "OBS-005", "OBS-006", "CAUSE-008",
+        "OBS-001", "OBS-002", "OBS-003", "OBS-004", "OBS-005", "OBS-006", "OBS-007", "CAUSE-008",
         "STATE-001", "STATE-003", "STATE-004", "STATE-006",
         "STATE-011", "STATE-013", "STATE-014", "STATE-016",
     ),

@@ -21,7 +21,15 @@ from conformance.harness import (
     Shown,
     look_alike_need,
 )
-from conformance.steps import call, found, long_spec, stop, taken_by_a_requeued_case_variant
+from conformance.steps import (
+    call,
+    found,
+    long_spec,
+    look,
+    run,
+    stop,
+    taken_by_a_requeued_case_variant,
+)
 from conformance.suites.clauses import SEED_001
 from conformance.suites.identity import LOST_START_FORMS, injected, offered_look_alikes
 from dispatch_core import DispatchError, JobID, NotFound, ObjectRef, Observation, State
@@ -67,6 +75,36 @@ def stop_ends_it_by_the_scheduler(ctx: Context) -> None:
     ended_by_the_scheduler(ctx, ref, f"stop({ref.id})")
     stop(ctx, ref, "again")
     ended_by_the_scheduler(ctx, ref, f"a second stop({ref.id})")
+
+
+HELD_TEARDOWN_LOOKS: Final = 30
+"""Seconds of the clock OBS-007 looks at a stopped object, one look a second, while its run's
+teardown is held."""
+
+
+@check("OBS-007", clause=STOP_CLAUSE, needs=Needs(faults=(Fault.LET_RUN, Fault.STALL_TEARDOWN)))
+def stop_ends_it_while_its_teardown_is_held(ctx: Context) -> None:
+    """A stop ends the object even while another controller holds its run's teardown.
+
+    The running object's teardown is held (a finalizer nobody removes, as a controller that is
+    down leaves it): stop returns, and until the teardown is let go open shows the object
+    cancelled at every look for :data:`HELD_TEARDOWN_LOOKS` seconds, never running or queued:
+    nothing of it runs again."""
+    ref = ctx.start(ctx.plan(long_spec(ctx)))
+    run(ctx, ref)
+    ctx.faults.stall_teardown(ref)
+    try:
+        stop(ctx, ref, "while its teardown is held")
+        for _ in range(HELD_TEARDOWN_LOOKS):
+            seen = look(ctx, ref, "after its stop, while its teardown is held")
+            ctx.expect(
+                seen.state is State.CANCELLED,
+                f"open showed {ref.id} {seen.state.value} (cause {seen.cause.value}) after "
+                "its stop returned, while its run's teardown was held: not cancelled",
+            )
+            pause(ctx.clock, 1.0)
+    finally:
+        ctx.faults.end_stall(ref)
 
 
 def agrees(ctx: Context, ref: ObjectRef, when: str) -> Shown | None:
@@ -246,5 +284,6 @@ __all__ = [
     "one_object_per_submission_by_the_scheduler",
     "open_agrees_with_the_scheduler",
     "stop_ends_it_by_the_scheduler",
+    "stop_ends_it_while_its_teardown_is_held",
     "stop_spares_a_requeued_case_variant",
 ]

@@ -89,19 +89,19 @@ def test_the_identity_model_and_every_refusal_has_its_reason() -> None:
             why = lacking(harness, need)
             if need in REFUSED:
                 assert why is not None and f"({REFUSED[need]})" in why, need
-            elif need not in (Fault.REQUEUE_UNDERNEATH, Fault.STALL_TEARDOWN, Fault.TAKE_QUOTA):
+            elif need not in (Fault.REQUEUE_UNDERNEATH, Fault.TAKE_QUOTA):
                 assert why is None, (need, why)
         # A form of a power it implements is declined; a power it lacks is never offered.
         for need in (look_alike_need(LookAlike.COMMA_LIST), reply_loss_need(ReplyLoss.GARBLED)):
             assert offers_power(harness, need) and harness.declines(need) == REFUSED[need]
         assert not offers_power(harness, Probe.SIGNALS)
-    # One class for both clusters: each implements both powers and declines one of them.
+    # One class for both clusters: each implements both powers; only Kueue requeues underneath,
+    # and a JobSet's teardown can be held on either.
     for harness in (kubeflow_sim(), kubeflow_sim_kueue()):
         assert isinstance(harness, RequeuesUnderneath) and isinstance(harness, StallsTeardown)
+        assert lacking(harness, Fault.STALL_TEARDOWN) is None
     assert lacking(kubeflow_sim(), Fault.REQUEUE_UNDERNEATH) is not None
-    assert lacking(kubeflow_sim(), Fault.STALL_TEARDOWN) is None
     assert lacking(kubeflow_sim_kueue(), Fault.REQUEUE_UNDERNEATH) is None
-    assert lacking(kubeflow_sim_kueue(), Fault.STALL_TEARDOWN) is not None
     # Without Kueue nothing meters a quota; with it, another user's Workload can hold it.
     assert lacking(kubeflow_sim(), Fault.TAKE_QUOTA) is not None
     assert lacking(kubeflow_sim_kueue(), Fault.TAKE_QUOTA) is None

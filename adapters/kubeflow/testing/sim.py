@@ -267,11 +267,6 @@ NO_KUEUE_QUOTA: Final = (
     "fit read the same (PodScheduled=False, Unschedulable)"
 )
 """Why ``kubeflow-sim`` cannot ``take_quota``."""
-KUEUE_NO_STALL: Final = (
-    "with Kueue only a running object is requeued, by its Workload's deactivation: no requeue "
-    "waits for an ended run's JobSet to go"
-)
-"""Why ``kubeflow-sim-kueue`` declines ``stall_teardown``."""
 POD_QUOTA: Final = sum(node.pods for node in KubeConfig().nodes)
 """The ClusterQueue's quota of Kueue's ``pods`` resource (kueue ff69552e
 site/content/en/docs/concepts/cluster_queue.md, "pods": Kueue computes the pods a Workload
@@ -1682,8 +1677,8 @@ class KubeflowSimHarness(
     ``over_http``: the adapter's requests go over loopback HTTP, not in process.
 
     Both configurations implement the same powers (:class:`SimPowers` and the probes here):
-    without Kueue it declines ``requeue_underneath`` (:data:`NO_KUEUE_REQUEUE`), with Kueue
-    ``stall_teardown`` (:data:`KUEUE_NO_STALL`)."""
+    without Kueue it declines ``requeue_underneath`` (:data:`NO_KUEUE_REQUEUE`) and
+    ``take_quota`` (:data:`NO_KUEUE_QUOTA`)."""
 
     identity = KUBE_IDENTITY
     schedule_within = 30.0
@@ -1726,9 +1721,6 @@ class KubeflowSimHarness(
             return NO_KUEUE_REQUEUE
         if need == Fault.TAKE_QUOTA and not self.kueue:
             return NO_KUEUE_QUOTA
-        # With Kueue only a running object is requeued: no requeue tears a finished run down.
-        if need == Fault.STALL_TEARDOWN and self.kueue:
-            return KUEUE_NO_STALL
         return None
 
     def begin(self, check_id: str) -> None:
