@@ -235,10 +235,8 @@ def _await_mutmut(process: subprocess.Popen[bytes]) -> int:
     seen = ""
     with LOG.open(encoding="utf-8", errors="replace") as log:
         while True:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 return process.wait(timeout=POLL)
-            except subprocess.TimeoutExpired:
-                pass
             if printed_at is None:
                 seen = seen[-len(RESULTS_PRINTED) :] + log.read()  # what it printed since
                 if RESULTS_PRINTED in seen:
